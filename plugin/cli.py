@@ -1,0 +1,293 @@
+"""The ``factsieve`` command line.
+
+``main()`` is the edge: it builds the settings once, dispatches to one function per subcommand
+through a table, and turns FactSieve errors into a one-line message and the error's exit code
+(never a traceback). Heavy parts (the model, the OpenSearch client) are built only by the
+subcommands that need them, so ``factsieve --help`` is instant.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import BadInput, FactSieveError
+from .settings import Settings
+
+log = logging.getLogger("factsieve")
+
+SAMPLE_POSTS = [
+    {"text": "Over 100 prisoners released from Guantanamo by Obama have gone back to terrorism "
+             "and are fighting us again.", "note": "English tweet-like post"},
+    {"text": "Productora de vacunas Merck ha desistido de seguir desarrollando dos vacunas para el "
+             "coronavirus anunciando que es más efectivo la recuperación natural",
+     "note": "Spanish post; its fact-checks are in English"},
+    {"text": "코로나백신 접종은 인류에 대한 천인공노할 유전자변형 생체실험입니다",
+     "note": "Korean post; its fact-check is in English"},
+]
+
+
+def _dump(obj: Any) -> None:
+    print(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+# -- builders (the edge) -----------------------------------------------------------------------
+def _store(settings: Settings):
+    from .store import Store
+
+    return Store(settings)
+
+
+def _embedder(settings: Settings):
+    from .embedding import load_embedder
+
+    return load_embedder(settings)
+
+
+def _spec(settings: Settings, embedder) -> Any:
+    from .templates import IndexSpec
+
+    return IndexSpec(alias=settings.index, model=embedder.name, dimension=embedder.dim,
+                     replicas=settings.index_replicas)
+
+
+def _parse_date(value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"--date must be YYYY-MM-DD, got {value!r}") from None
+
+
+# -- subcommands --------------------------------------------------------------------------------
+def cmd_init(args: argparse.Namespace, settings: Settings) -> int:
+    from .templates import ensure_index, template_bodies
+
+    store, embedder = _store(settings), _embedder(settings)
+    spec = _spec(settings, embedder)
+    index = ensure_index(store, spec)
+    written = list(template_bodies(spec))
+    _dump({"alias": spec.alias, "index": index, "embedding_model": spec.model,
+           "embedding_dim": spec.dimension, "templates": written})
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from .ingest import Format, ingest, read_records
+    from .templates import ensure_index
+
+    fmt = Format.parse(args.format)
+    store, embedder = _store(settings), _embedder(settings)
+    ensure_index(store, _spec(settings, embedder))
+    bar = None
+    if sys.stderr.isatty() and not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="doc", desc="ingest", file=sys.stderr)
+    try:
+        report = ingest(read_records(args.paths, fmt), store=store, embedder=embedder,
+                        index=settings.index, batch_size=args.batch_size or settings.embedding_batch_size,
+                        seed=settings.langdetect_seed, progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    _dump(report.to_dict())
+    return 0 if report.rejected == 0 or not args.strict else 1
+
+
+def _matcher(settings: Settings):
+    from .matcher import Matcher
+
+    return Matcher(_store(settings), _embedder(settings), settings)
+
+
+def _request(args: argparse.Namespace, text: str):
+    from .matcher import MatchRequest
+    from .models import Mode
+
+    return MatchRequest(text=text, lang=args.lang, date=_parse_date(args.date),
+                        mode=Mode.parse(args.mode), k=args.k, within_days=args.within_days,
+                        allow=tuple(args.allow or ()), deny=tuple(args.deny or ()))
+
+
+def _print_matches(result: Any, header: str | None = None) -> None:
+    if header:
+        print(header)
+    print(f"  language: {result.lang or '?'}   ({result.took_ms:.0f} ms)")
+    if not result.matches:
+        print("  no matches")
+    for m in result.matches:
+        extra = ", ".join(x for x in (m.get("lang"), m.get("rating"), m.get("url")) if x)
+        print(f"  {m['rank']:>2}. [{m['score']:.4f}] {m['claim']}" + (f"  ({extra})" if extra else ""))
+
+
+def cmd_match(args: argparse.Namespace, settings: Settings) -> int:
+    result = _matcher(settings).match(_request(args, args.text))
+    if args.json:
+        _dump(result.to_dict())
+    else:
+        _print_matches(result)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from .ingest import Format, ingest, read_records
+    from .templates import ensure_index
+
+    store, embedder = _store(settings), _embedder(settings)
+    ensure_index(store, _spec(settings, embedder))
+    files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl"]
+    report = ingest(read_records(files, Format.jsonl), store=store, embedder=embedder,
+                    index=settings.index, seed=settings.langdetect_seed)
+    print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
+          f"(index alias {settings.index!r}, {store.count(settings.index)} fact-checks)")
+    from .matcher import Matcher, MatchRequest
+
+    matcher = Matcher(store, embedder, settings)
+    for post in SAMPLE_POSTS:
+        result = matcher.match(MatchRequest(text=post["text"], k=args.k))
+        _print_matches(result, header=f"\n{post['note']}:\n  \"{post['text']}\"")
+    return 0
+
+
+def cmd_model_build(args: argparse.Namespace, settings: Settings) -> int:
+    from .embedding import build_test_model
+    from .settings import TEST_MODEL
+
+    dest = settings.model_cache_dir / "multilingual-e5-small-rebuilt"
+    path = build_test_model(dest, force=args.force)
+    _dump({"model": TEST_MODEL, "path": str(path)})
+    return 0
+
+
+def cmd_model_info(args: argparse.Namespace, settings: Settings) -> int:
+    embedder = _embedder(settings)
+    _dump({"model": embedder.name, "dim": embedder.dim, "backend": type(embedder).__name__})
+    return 0
+
+
+def cmd_index_info(args: argparse.Namespace, settings: Settings) -> int:
+    from .templates import index_model
+
+    store = _store(settings)
+    meta = index_model(store, settings.index)
+    _dump({"alias": settings.index, **meta, "count": store.count(settings.index)})
+    return 0
+
+
+def cmd_index_new_version(args: argparse.Namespace, settings: Settings) -> int:
+    from .templates import create_version
+
+    store, embedder = _store(settings), _embedder(settings)
+    name = create_version(store, _spec(settings, embedder), point_alias=args.switch)
+    _dump({"alias": settings.index, "created": name, "alias_switched": bool(args.switch)})
+    return 0
+
+
+def cmd_index_switch(args: argparse.Namespace, settings: Settings) -> int:
+    from .templates import switch_alias
+
+    store = _store(settings)
+    if not store.index_exists(args.target):
+        raise BadInput(f"no index named {args.target!r}")
+    switch_alias(store, settings.index, args.target)
+    _dump({"alias": settings.index, "index": args.target})
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    store = _store(settings)
+    status: dict[str, Any] = {"opensearch_url": settings.opensearch_url, "opensearch": store.ping()}
+    if status["opensearch"]:
+        status["opensearch_version"] = store.info()["version"]["number"]
+        status["plugins"] = sorted(store.plugins())
+    _dump(status)
+    return 0 if status["opensearch"] else 6
+
+
+# -- parser -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="factsieve", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable[..., int], help_: str, parent=sub) -> argparse.ArgumentParser:
+        sp = parent.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(func=fn)
+        return sp
+
+    add("init", cmd_init, "install index templates and create the fact-check index behind its alias")
+
+    sp = add("ingest", cmd_ingest, "load fact-checks (JSON Lines, JSON, CSV, ClaimReview, MultiClaim)")
+    sp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    sp.add_argument("--format", default="auto", help="auto|jsonl|json|csv|claimreview|multiclaim")
+    sp.add_argument("--batch-size", type=int, default=None, help="embedding batch size")
+    sp.add_argument("--strict", action="store_true", help="exit 1 when any record was rejected")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    def match_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--lang", help="language of the post (ISO 639-1); detected when omitted")
+        sp.add_argument("--date", help="post date YYYY-MM-DD: only fact-checks published on or before it")
+        sp.add_argument("--within-days", type=int, help="with --date: only fact-checks from this many days before")
+        sp.add_argument("--mode", default="cross", help="mono (same language only) or cross (any language)")
+        sp.add_argument("-k", type=int, default=10, help="number of matches")
+        sp.add_argument("--allow", action="append", help="only this domain/publisher (repeatable)")
+        sp.add_argument("--deny", action="append", help="never this domain/publisher (repeatable)")
+
+    sp = add("match", cmd_match, "find the fact-checks that address a post or claim")
+    sp.add_argument("text")
+    match_args(sp)
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = add("demo", cmd_demo, "load the bundled sample corpus and print matches for sample posts")
+    sp.add_argument("--samples", type=Path, default=Path("samples"))
+    sp.add_argument("-k", type=int, default=3)
+
+    model = sub.add_parser("model", help="embedding model commands").add_subparsers(
+        dest="model_command", required=True, metavar="COMMAND")
+    sp = add("build", cmd_model_build, "build the packaged test model (multilingual-e5-small) once", model)
+    sp.add_argument("--force", action="store_true")
+    add("info", cmd_model_info, "load the configured embedding model and print its name and dimension", model)
+
+    index = sub.add_parser("index", help="versioned index commands").add_subparsers(
+        dest="index_command", required=True, metavar="COMMAND")
+    add("info", cmd_index_info, "show the index behind the alias and the model it was built with", index)
+    sp = add("new-version", cmd_index_new_version,
+             "create the next versioned index for the configured model", index)
+    sp.add_argument("--switch", action="store_true", help="point the alias at it now")
+    sp = add("switch", cmd_index_switch, "point the alias at another versioned index", index)
+    sp.add_argument("target")
+
+    add("status", cmd_status, "check that OpenSearch is reachable and list its plugins")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        try:
+            settings = Settings()
+        except ValidationError as exc:
+            raise BadInput(f"invalid FACTSIEVE_* setting: {exc.errors()[0]['loc'][0]}: "
+                           f"{exc.errors()[0]['msg']}") from None
+        return args.func(args, settings)
+    except FactSieveError as exc:
+        print(f"factsieve: {exc.title.lower()}: {exc.detail}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("factsieve: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

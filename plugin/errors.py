@@ -1,0 +1,65 @@
+"""FactSieve's own small error hierarchy.
+
+Each error knows its HTTP status and CLI exit code, so the Flask error handler and the CLI's
+``main()`` translate them in one place each. Messages name the offending input.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class FactSieveError(Exception):
+    """Base class. ``title`` is the short problem title; ``str(err)`` the detail."""
+
+    status: int = 500
+    exit_code: int = 1
+    title: str = "FactSieve error"
+
+    def __init__(self, detail: str, *, errors: list[dict[str, Any]] | None = None,
+                 retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+        self.retry_after = retry_after
+
+    def to_problem(self) -> dict[str, Any]:
+        """An RFC 9457 problem body."""
+        body: dict[str, Any] = {"type": "about:blank", "title": self.title, "status": self.status,
+                                "detail": self.detail}
+        if self.errors:
+            body["errors"] = self.errors
+        return body
+
+
+class BadInput(FactSieveError):
+    status, exit_code, title = 400, 2, "Bad input"
+
+
+class NotFound(FactSieveError):
+    status, exit_code, title = 404, 3, "Not found"
+
+
+class ModelMismatch(FactSieveError):
+    """The index was built with another embedding model (or dimension) than the one configured."""
+
+    status, exit_code, title = 409, 4, "Embedding model mismatch"
+
+
+class ModelUnavailable(FactSieveError):
+    status, exit_code, title = 503, 5, "Embedding model unavailable"
+
+
+class BackendUnavailable(FactSieveError):
+    """OpenSearch or Redis cannot be reached."""
+
+    status, exit_code, title = 503, 6, "Backend unavailable"
+
+    def __init__(self, detail: str, **kw: Any) -> None:
+        kw.setdefault("retry_after", 5)
+        super().__init__(detail, **kw)
+
+
+class BackendError(FactSieveError):
+    """OpenSearch answered, but with an error we did not expect."""
+
+    status, exit_code, title = 502, 7, "Backend error"

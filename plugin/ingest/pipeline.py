@@ -1,0 +1,139 @@
+"""Ingestion: validate each record, embed in batches, bulk-index, report every outcome.
+
+One bad record never stops the batch: parse errors, validation errors and per-document
+OpenSearch rejections all land in the report with the record's reference and the reason.
+Ids are stable (``plugin.models.stable_id``), so re-ingesting a file updates documents instead of
+duplicating them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..embedding import Embedder
+from ..lang import detect_language
+from ..models import FactCheck
+from ..queries import ANALYZED_LANGS
+from ..store import Store
+from .formats import RawRecord
+
+#: Reported rejects are capped so that a wholly bad 1M-line file cannot exhaust memory; the
+#: ``rejected`` count stays exact.
+MAX_REPORTED_REJECTS = 1000
+
+
+@dataclass
+class IngestReport:
+    indexed: int = 0
+    updated: int = 0
+    rejected: int = 0
+    rejects: list[dict[str, str]] = field(default_factory=list)
+
+    def reject(self, record: str, reason: str) -> None:
+        self.rejected += 1
+        if len(self.rejects) < MAX_REPORTED_REJECTS:
+            self.rejects.append({"record": record, "reason": reason})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"indexed": self.indexed, "updated": self.updated, "rejected": self.rejected,
+                "rejects": self.rejects}
+
+
+def validation_reason(exc: ValidationError) -> str:
+    """A one-line reason naming each offending field, e.g. ``published_at: not an ISO date``."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def embedding_text(fc: FactCheck) -> str:
+    """What the passage embedding sees: the claim, preceded by the title when it adds words."""
+    if fc.title and fc.title.strip().lower() != fc.claim.strip().lower():
+        return f"{fc.title}\n{fc.claim}"
+    return fc.claim
+
+
+def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
+    doc = fc.to_source()
+    if fc.lang in ANALYZED_LANGS:
+        doc["claim_i18n"] = {fc.lang: fc.claim}
+        if fc.title:
+            doc["title_i18n"] = {fc.lang: fc.title}
+    if fc.extra:
+        doc["extra"] = fc.extra
+    doc["embedding"] = [float(x) for x in vector]
+    doc["ingested_at"] = now
+    return doc
+
+
+def validate(records: Iterable[RawRecord], report: IngestReport, *,
+             seed: int = 0) -> Iterator[tuple[str, FactCheck]]:
+    """Yield ``(ref, FactCheck)`` for good records; report the bad ones."""
+    for raw in records:
+        if raw.error is not None or raw.data is None:
+            report.reject(raw.ref, raw.error or "empty record")
+            continue
+        try:
+            fc = FactCheck.model_validate(raw.data)
+        except ValidationError as exc:
+            report.reject(raw.ref, validation_reason(exc))
+            continue
+        if fc.lang is None:
+            fc.lang = detect_language(fc.claim, seed=seed)
+        yield raw.ref, fc
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, index: str,
+           batch_size: int = 64, seed: int = 0, refresh: bool = True,
+           progress: Callable[[int], None] | None = None) -> IngestReport:
+    """Ingest parsed records into ``index`` (an alias); returns the per-record report.
+
+    The caller checks the embedding model against the index first (``templates.check_model``).
+    """
+    report = IngestReport()
+    now = datetime.now(timezone.utc).isoformat()
+    refs: dict[str, str] = {}
+
+    def actions() -> Iterator[dict[str, Any]]:
+        for batch in _batches(validate(records, report, seed=seed), batch_size):
+            vectors = embedder.encode_passages([embedding_text(fc) for _, fc in batch])
+            for (ref, fc), vec in zip(batch, vectors):
+                refs[fc.id] = ref
+                yield {"_op_type": "index", "_index": index, "_id": fc.id,
+                       "_source": to_document(fc, vec, now)}
+
+    for ok, info in store.bulk(actions(), chunk_size=max(batch_size, 100)):
+        item = info.get("index", {})
+        doc_id = str(item.get("_id"))
+        if ok and item.get("result") == "created":
+            report.indexed += 1
+        elif ok:
+            report.updated += 1
+        else:
+            err = item.get("error", {})
+            reason = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
+            report.reject(refs.get(doc_id, doc_id), f"OpenSearch rejected id {doc_id}: {reason}")
+        refs.pop(doc_id, None)
+        if progress:
+            progress(1)
+    if refresh:
+        store.refresh(index)
+    return report

@@ -1,0 +1,177 @@
+"""The one module that talks to OpenSearch.
+
+Everything else receives a ``Store`` and calls its small verbs; this is the single place for the
+client, timeouts, retries, bulk streaming and the translation of client exceptions into
+FactSieve's own errors (an unreachable cluster becomes ``BackendUnavailable`` naming the URL,
+never a traceback).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from opensearchpy import OpenSearch, helpers
+from opensearchpy import exceptions as osx
+
+from .errors import BackendError, BackendUnavailable, BadInput, NotFound
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Store:
+    """A thin, translated facade over ``opensearchpy.OpenSearch``."""
+
+    def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
+        self.url = settings.opensearch_url
+        auth = None
+        if settings.opensearch_user and settings.opensearch_password:
+            auth = (settings.opensearch_user, settings.opensearch_password.get_secret_value())
+        self.client = client or OpenSearch(
+            hosts=[self.url], http_auth=auth, timeout=settings.opensearch_timeout_s,
+            max_retries=2, retry_on_timeout=True, http_compress=False,
+        )
+
+    # -- error translation -------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except (osx.ConnectionError, osx.ConnectionTimeout) as exc:
+            raise BackendUnavailable(
+                f"OpenSearch is not reachable at {self.url} ({what}): start the local one with "
+                f"`make up` (scripts/services.sh up), or set FACTSIEVE_OPENSEARCH_URL"
+            ) from exc
+        except osx.NotFoundError as exc:
+            raise NotFound(f"{what}: {_reason(exc)}") from exc
+        except osx.TransportError as exc:
+            status = exc.status_code if isinstance(exc.status_code, int) else 0
+            if status == 429 or status >= 500:
+                raise BackendUnavailable(f"OpenSearch at {self.url} is overloaded or failing "
+                                         f"({what}): {_reason(exc)}") from exc
+            if status == 400:
+                raise BadInput(f"OpenSearch rejected the request ({what}): {_reason(exc)}") from exc
+            raise BackendError(f"OpenSearch error {status} ({what}): {_reason(exc)}") from exc
+
+    # -- cluster -------------------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        return self._call("info", self.client.info)
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except Exception:  # ping is a health probe: any failure means "not ready"
+            return False
+
+    def plugins(self) -> set[str]:
+        rows = self._call("cat plugins", self.client.cat.plugins, format="json")
+        return {row["component"] for row in rows}
+
+    # -- templates, indexes, aliases ------------------------------------------------------------
+    def put_component_template(self, name: str, body: dict[str, Any]) -> None:
+        self._call(f"put component template {name}", self.client.cluster.put_component_template,
+                   name=name, body=body)
+
+    def put_index_template(self, name: str, body: dict[str, Any]) -> None:
+        self._call(f"put index template {name}", self.client.indices.put_index_template,
+                   name=name, body=body)
+
+    def delete_index_template(self, name: str) -> None:
+        if self._call("exists index template", self.client.indices.exists_index_template, name=name):
+            self._call(f"delete index template {name}", self.client.indices.delete_index_template,
+                       name=name)
+
+    def index_exists(self, name: str) -> bool:
+        return bool(self._call(f"exists {name}", self.client.indices.exists, index=name))
+
+    def create_index(self, name: str, body: dict[str, Any]) -> None:
+        self._call(f"create index {name}", self.client.indices.create, index=name, body=body)
+
+    def delete_index(self, pattern: str) -> None:
+        self._call(f"delete index {pattern}", self.client.indices.delete, index=pattern,
+                   ignore_unavailable=True)
+
+    def alias_indices(self, alias: str) -> list[str]:
+        """The concrete indexes behind ``alias`` (empty when the alias does not exist)."""
+        if not self._call(f"exists alias {alias}", self.client.indices.exists_alias, name=alias):
+            return []
+        found = self._call(f"get alias {alias}", self.client.indices.get_alias, name=alias)
+        return sorted(found)
+
+    def indices_matching(self, pattern: str) -> list[str]:
+        found = self._call(f"get {pattern}", self.client.indices.get, index=pattern,
+                           allow_no_indices=True, ignore_unavailable=True)
+        return sorted(found)
+
+    def update_aliases(self, actions: list[dict[str, Any]]) -> None:
+        """Apply alias actions atomically (one request), e.g. to switch to a new version."""
+        self._call("update aliases", self.client.indices.update_aliases, body={"actions": actions})
+
+    def mapping_meta(self, index: str) -> dict[str, Any]:
+        found = self._call(f"get mapping {index}", self.client.indices.get_mapping, index=index)
+        return next(iter(found.values()))["mappings"].get("_meta", {})
+
+    def refresh(self, index: str) -> None:
+        self._call(f"refresh {index}", self.client.indices.refresh, index=index)
+
+    def count(self, index: str) -> int:
+        return int(self._call(f"count {index}", self.client.count, index=index)["count"])
+
+    # -- documents -----------------------------------------------------------------------------
+    def get(self, index: str, doc_id: str) -> dict[str, Any]:
+        found = self._call(f"get {doc_id}", self.client.get, index=index, id=doc_id,
+                           _source_excludes=["embedding"])
+        return found["_source"]
+
+    def delete(self, index: str, doc_id: str) -> None:
+        self._call(f"delete {doc_id}", self.client.delete, index=index, id=doc_id, refresh="wait_for")
+
+    def search(self, index: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call(f"search {index}", self.client.search, index=index, body=body)
+
+    def msearch(self, index: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run several searches in one round trip; a failed sub-search raises, naming its reason."""
+        lines: list[dict[str, Any]] = []
+        for body in bodies:
+            lines.extend(({"index": index}, body))
+        result = self._call(f"msearch {index}", self.client.msearch, body=lines)
+        responses = result["responses"]
+        for resp in responses:
+            if "error" in resp:
+                status = resp.get("status", 0)
+                reason = resp["error"].get("reason") if isinstance(resp["error"], dict) else resp["error"]
+                if status == 404:
+                    raise NotFound(f"index {index!r} not found: run `factsieve init` first")
+                raise BackendError(f"OpenSearch search failed ({status}): {reason}")
+        return responses
+
+    def bulk(self, actions: Iterable[dict[str, Any]], *, chunk_size: int = 200,
+             refresh: bool | str = False) -> Iterator[tuple[bool, dict[str, Any]]]:
+        """Stream bulk actions; yields ``(ok, info)`` per action and never raises per record.
+
+        429 answers are retried with exponential backoff (opensearch-py's ``streaming_bulk``).
+        A failure of the whole request (cluster down) raises ``BackendUnavailable``: those
+        records were not accepted, and the caller's report must not claim otherwise.
+        """
+        stream = helpers.streaming_bulk(
+            self.client, actions, chunk_size=chunk_size, raise_on_error=False,
+            raise_on_exception=True, max_retries=5, initial_backoff=1, max_backoff=30,
+            refresh=refresh,
+        )
+        iterator = iter(stream)
+        while True:
+            try:
+                item = self._call("bulk", next, iterator)
+            except StopIteration:
+                return
+            yield item
+
+
+def _reason(exc: osx.TransportError) -> str:
+    info = exc.info if isinstance(exc.info, dict) else {}
+    err = info.get("error")
+    if isinstance(err, dict):
+        root = (err.get("root_cause") or [{}])[0]
+        return f"{err.get('type', '')}: {root.get('reason') or err.get('reason')}".strip(": ")
+    return str(exc.error) if exc.error else str(exc)

@@ -1,0 +1,163 @@
+"""Install FactSieve's index templates and manage versioned indexes behind an alias.
+
+The JSON bodies live in the ``index_templates`` package (data, not code). Installing is a set
+of PUTs that are safe to repeat; nothing here ever deletes an index. Each versioned index
+(``<alias>-v1``, ``-v2`` …) records in its mapping ``_meta`` the embedding model and dimension it
+was built with, and queries or ingests with another model are refused.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .errors import BadInput, ModelMismatch, NotFound
+from .settings import Settings
+from .store import Store
+
+SCHEMA_VERSION = 1
+COMPONENTS = ("factsieve-analysis", "factsieve-factcheck-fields")
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def load_template(name: str) -> dict[str, Any]:
+    """Read one JSON body from the ``index_templates`` package, e.g. ``component/factsieve-knn``."""
+    path = resources.files("index_templates").joinpath(f"{name}.json")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def render(obj: Any, values: dict[str, Any]) -> Any:
+    """Fill ``{{name}}`` placeholders; a string that is exactly one placeholder takes the value's
+    own type (so ``"{{dimension}}"`` becomes the integer 384)."""
+    if isinstance(obj, dict):
+        return {render(k, values): render(v, values) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [render(v, values) for v in obj]
+    if isinstance(obj, str):
+        whole = _PLACEHOLDER.fullmatch(obj)
+        if whole:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), obj)
+    return obj
+
+
+_ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,200}$")
+
+
+def check_alias_name(alias: str) -> str:
+    if not _ALIAS_RE.match(alias):
+        raise BadInput(f"invalid index/alias name {alias!r}: use lower-case letters, digits, '-', '_', '.'")
+    return alias
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What a versioned index is built with."""
+
+    alias: str
+    model: str
+    dimension: int
+    replicas: int = 0
+
+    def meta(self) -> dict[str, Any]:
+        return {"factsieve": {"schema_version": SCHEMA_VERSION, "embedding_model": self.model,
+                              "embedding_dim": self.dimension}}
+
+
+def template_bodies(spec: IndexSpec) -> dict[str, dict[str, Any]]:
+    """Every body ``install_templates`` PUTs, keyed by its API path (pure; used by tests too)."""
+    values = {"alias": spec.alias, "dimension": spec.dimension, "replicas": spec.replicas}
+    bodies = {f"_component_template/{name}": load_template(f"component/{name}") for name in COMPONENTS}
+    bodies[f"_component_template/factsieve-knn-{spec.dimension}"] = render(
+        load_template("component/factsieve-knn"), values)
+    bodies[f"_index_template/factsieve-{spec.alias}"] = render(
+        load_template("factchecks.index_template"), values)
+    return bodies
+
+
+def install_templates(store: Store, spec: IndexSpec) -> list[str]:
+    """PUT the component and index templates (idempotent). Returns the paths written."""
+    written = []
+    for path, body in template_bodies(spec).items():
+        kind, name = path.split("/", 1)
+        if kind == "_component_template":
+            store.put_component_template(name, body)
+        else:
+            store.put_index_template(name, body)
+        written.append(path)
+    return written
+
+
+def _version_of(index: str, alias: str) -> int:
+    m = re.fullmatch(re.escape(alias) + r"-v(\d+)", index)
+    return int(m.group(1)) if m else 0
+
+
+def current_index(store: Store, alias: str) -> str | None:
+    found = store.alias_indices(alias)
+    if len(found) > 1:
+        raise BadInput(f"alias {alias!r} points at several indexes {found}; FactSieve expects one")
+    return found[0] if found else None
+
+
+def create_version(store: Store, spec: IndexSpec, *, point_alias: bool) -> str:
+    """Create the next ``<alias>-vN`` index with the model recorded in ``_meta``.
+
+    With ``point_alias`` the alias is moved to it atomically (the way to change models without
+    downtime is: create a version, ingest into it, then ``switch_alias``).
+    """
+    install_templates(store, spec)
+    versions = [_version_of(i, spec.alias) for i in store.indices_matching(f"{spec.alias}-v*")]
+    name = f"{spec.alias}-v{max(versions, default=0) + 1}"
+    store.create_index(name, {"mappings": {"_meta": spec.meta()}})
+    if point_alias:
+        switch_alias(store, spec.alias, name)
+    return name
+
+
+def switch_alias(store: Store, alias: str, index: str) -> None:
+    actions: list[dict[str, Any]] = [{"remove": {"index": old, "alias": alias}}
+                                     for old in store.alias_indices(alias) if old != index]
+    actions.append({"add": {"index": index, "alias": alias}})
+    store.update_aliases(actions)
+
+
+def ensure_index(store: Store, spec: IndexSpec) -> str:
+    """Install templates and make sure the alias exists; returns the concrete index.
+
+    Safe to call on every start: an existing alias is checked against the model, never
+    recreated.
+    """
+    check_alias_name(spec.alias)
+    install_templates(store, spec)
+    index = current_index(store, spec.alias)
+    if index is None:
+        if store.index_exists(spec.alias):
+            raise BadInput(f"{spec.alias!r} is a concrete index, not an alias: FactSieve manages "
+                           f"versioned indexes behind an alias; choose another FACTSIEVE_INDEX")
+        index = create_version(store, spec, point_alias=True)
+    check_model(store, spec.alias, spec.model, spec.dimension)
+    return index
+
+
+def index_model(store: Store, alias: str) -> dict[str, Any]:
+    index = current_index(store, alias)
+    if index is None:
+        raise NotFound(f"no index behind alias {alias!r}: run `factsieve init` first")
+    meta = store.mapping_meta(index).get("factsieve", {})
+    return {"index": index, **meta}
+
+
+def check_model(store: Store, alias: str, model: str, dimension: int) -> dict[str, Any]:
+    """Refuse to query or ingest with another embedding model than the index was built with."""
+    meta = index_model(store, alias)
+    if meta.get("embedding_model") != model or meta.get("embedding_dim") != dimension:
+        raise ModelMismatch(
+            f"index {meta['index']!r} was built with embedding model "
+            f"{meta.get('embedding_model')!r} (dim {meta.get('embedding_dim')}), but the configured "
+            f"model is {model!r} (dim {dimension}). Set FACTSIEVE_EMBEDDING_MODEL to the index's "
+            f"model, or build a new index version with `factsieve index new-version` and re-ingest."
+        )
+    return meta

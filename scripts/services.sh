@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Local OpenSearch + Redis for FactSieve, without Docker.
+#
+# OpenSearch comes from Maven Central (the integ-test zip: core + modules, runs on the system
+# JDK 17) plus the k-NN plugin zip. Both are pinned: the k-NN plugin must match the core
+# version exactly, and 2.19.1 is the newest version for which Maven Central serves both.
+# The Maven k-NN zip has no faiss/nmslib native libraries, so every knn_vector uses Lucene.
+# The neural-search plugin (hybrid query, normalization/RRF pipelines) is not on Maven Central;
+# FactSieve fuses client-side when the cluster lacks it.
+#
+# usage: scripts/services.sh up|down|status|fetch
+set -euo pipefail
+
+OS_VERSION="${FACTSIEVE_OS_VERSION:-2.19.1}"
+KNN_VERSION="${OS_VERSION}.0"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${FACTSIEVE_CACHE:-$ROOT/.cache}"
+OS_HOME="$CACHE/opensearch/opensearch-$OS_VERSION"
+OS_DATA="$CACHE/opensearch/data"
+OS_LOGS="$CACHE/opensearch/logs"
+OS_PID="$CACHE/opensearch/opensearch.pid"
+OS_PORT="${FACTSIEVE_OS_PORT:-9200}"
+OS_HEAP="${FACTSIEVE_OS_HEAP:-1g}"
+OS_USER="${FACTSIEVE_OS_USER:-factsieve}"
+REDIS_PORT="${FACTSIEVE_REDIS_PORT:-6379}"
+REDIS_DIR="$CACHE/redis"
+OS_URL="http://127.0.0.1:$OS_PORT"
+
+log() { printf '[services] %s\n' "$*" >&2; }
+
+find_java17() {
+  # OpenSearch 2.19 needs Java 11..21; prefer an explicit 17.
+  for j in "${OPENSEARCH_JAVA_HOME:-}" /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-arm64 "${JAVA_HOME:-}"; do
+    if [ -n "$j" ] && [ -x "$j/bin/java" ]; then echo "$j"; return; fi
+  done
+  dirname "$(dirname "$(readlink -f "$(command -v java)")")"
+}
+
+os_healthy() {
+  curl -fs --max-time 2 "$OS_URL/_cluster/health" 2>/dev/null | grep -q '"status":"\(green\|yellow\)"'
+}
+
+mvn_copy() {  # mvn_copy GROUP:ARTIFACT:VERSION:TYPE DIR
+  mvn -q -B dependency:copy -Dartifact="$1" -DoutputDirectory="$2" >&2
+}
+
+# The integ-test zip carries only the transport module. Two modules FactSieve needs are
+# published to Maven Central as plain jars (no zips): analysis-common (the per-language
+# analyzers) and lang-painless (which k-NN extends). They are assembled into modules/ here
+# with the descriptor and security policy their zips would carry.
+install_module() {  # install_module NAME CLASSNAME ARTIFACT...
+  local name="$1" classname="$2"; shift 2
+  local dir="$1"; shift
+  mkdir -p "$dir/modules/$name"
+  for a in "$@"; do mvn_copy "$a" "$dir/modules/$name"; done
+  cat > "$dir/modules/$name/plugin-descriptor.properties" <<PROPS
+description=$name module (assembled by FactSieve from Maven Central jars)
+version=$OS_VERSION
+name=$name
+classname=$classname
+java.version=11
+opensearch.version=$OS_VERSION
+extended.plugins=
+has.native.controller=false
+PROPS
+}
+
+fetch_opensearch() {
+  if [ -x "$OS_HOME/bin/opensearch" ] && [ -d "$OS_HOME/plugins/opensearch-knn" ]; then return; fi
+  command -v mvn >/dev/null || { log "mvn not found: install Maven (apt-get install -y maven)"; exit 1; }
+  local dl="$CACHE/opensearch/download"
+  mkdir -p "$dl"
+  log "fetching OpenSearch $OS_VERSION and k-NN $KNN_VERSION from Maven Central"
+  mvn_copy "org.opensearch.distribution.integ-test-zip:opensearch:$OS_VERSION:zip" "$dl"
+  mvn_copy "org.opensearch.plugin:opensearch-knn:$KNN_VERSION:zip" "$dl"
+  rm -rf "$OS_HOME.tmp" && mkdir -p "$OS_HOME.tmp"
+  (cd "$OS_HOME.tmp" && unzip -q "$dl/opensearch-$OS_VERSION.zip")
+  local inner
+  inner="$(find "$OS_HOME.tmp" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+  install_module analysis-common org.opensearch.analysis.common.CommonAnalysisPlugin "$inner" \
+    "org.opensearch.plugin:analysis-common:$OS_VERSION:jar"
+  install_module lang-painless org.opensearch.painless.PainlessPlugin "$inner" \
+    "org.opensearch.plugin:lang-painless:$OS_VERSION:jar" \
+    "org.opensearch.plugin:opensearch-scripting-painless-spi:$OS_VERSION:jar" \
+    "org.antlr:antlr4-runtime:4.13.1:jar" \
+    "org.ow2.asm:asm:9.7:jar" "org.ow2.asm:asm-util:9.7:jar" "org.ow2.asm:asm-tree:9.7:jar" \
+    "org.ow2.asm:asm-commons:9.7:jar" "org.ow2.asm:asm-analysis:9.7:jar"
+  cat > "$inner/modules/lang-painless/plugin-security.policy" <<'POLICY'
+grant {
+  // painless compiles scripts to classes at runtime
+  permission java.lang.RuntimePermission "createClassLoader";
+  permission java.lang.RuntimePermission "getClassLoader";
+};
+POLICY
+  JAVA_HOME="$(find_java17)" "$inner/bin/opensearch-plugin" install --batch "file://$dl/opensearch-knn-$KNN_VERSION.zip" >&2
+  rm -rf "$OS_HOME" && mv "$inner" "$OS_HOME" && rm -rf "$OS_HOME.tmp"
+}
+
+opensearch_up() {
+  if os_healthy; then log "OpenSearch already running at $OS_URL"; return; fi
+  fetch_opensearch
+  mkdir -p "$OS_DATA" "$OS_LOGS"
+  local t0; t0=$(date +%s)
+  log "starting OpenSearch $OS_VERSION on $OS_URL (heap $OS_HEAP)"
+  # OpenSearch refuses to run as root: under root (CI, containers) run it as a system user.
+  local as_user=()
+  if [ "$(id -u)" = 0 ]; then
+    id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
+    chown -R "$OS_USER" "$OS_HOME" "$OS_DATA" "$OS_LOGS" "$(dirname "$OS_PID")"
+    as_user=(runuser -u "$OS_USER" --)
+  fi
+  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="-Xms$OS_HEAP -Xmx$OS_HEAP" \
+    "$OS_HOME/bin/opensearch" -d -p "$OS_PID" \
+    -Ecluster.name=factsieve-local -Enode.name=factsieve-node \
+    -Enetwork.host=127.0.0.1 -Ehttp.port="$OS_PORT" -Etransport.port=9300-9399 \
+    -Ediscovery.type=single-node -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS" \
+    -Ecluster.routing.allocation.disk.threshold_enabled=false \
+    -Eaction.auto_create_index=false >&2
+  for _ in $(seq 1 180); do
+    if os_healthy; then log "OpenSearch healthy after $(( $(date +%s) - t0 ))s"; return; fi
+    sleep 1
+  done
+  log "OpenSearch did not become healthy in 180s; see $OS_LOGS/factsieve-local.log"
+  tail -n 40 "$OS_LOGS/factsieve-local.log" >&2 || true
+  exit 1
+}
+
+opensearch_down() {
+  if [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
+    local pid; pid="$(cat "$OS_PID")"
+    log "stopping OpenSearch (pid $pid)"
+    kill "$pid"
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$OS_PID"
+  else
+    log "OpenSearch not running (no pid file under $CACHE)"
+  fi
+}
+
+redis_bin() {
+  if ! command -v redis-server >/dev/null; then
+    log "installing redis-server with apt-get"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq redis-server >&2
+  fi
+  command -v redis-server
+}
+
+redis_up() {
+  if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then log "Redis already running on 127.0.0.1:$REDIS_PORT"; return; fi
+  local bin; bin="$(redis_bin)"
+  mkdir -p "$REDIS_DIR"
+  "$bin" --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --dir "$REDIS_DIR" \
+    --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" --save "" --appendonly no >&2
+  for _ in $(seq 1 50); do
+    redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && { log "Redis up on 127.0.0.1:$REDIS_PORT"; return; }
+    sleep 0.2
+  done
+  log "Redis did not start; see $REDIS_DIR/redis.log"; exit 1
+}
+
+redis_down() {
+  if command -v redis-cli >/dev/null && redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+    if [ -f "$REDIS_DIR/redis.pid" ]; then
+      log "stopping Redis"; redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    else
+      log "Redis on $REDIS_PORT was not started by this script; leaving it running"
+    fi
+  fi
+}
+
+case "${1:-}" in
+  fetch) fetch_opensearch; redis_bin >/dev/null ;;
+  up) redis_up; opensearch_up ;;
+  down) opensearch_down; redis_down ;;
+  status)
+    if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi
+    if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi ;;
+  *) echo "usage: $0 up|down|status|fetch" >&2; exit 2 ;;
+esac

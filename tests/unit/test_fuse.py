@@ -1,0 +1,77 @@
+"""Fusion, checked against hand-computed values."""
+import pytest
+
+from plugin.fuse import hits_from_response, minmax_fuse, rrf_fuse
+from plugin.models import Hit
+
+
+def run(name, ids, scores=None):
+    scores = scores or [1.0 / (i + 1) for i in range(len(ids))]
+    return [Hit(id=d, score=s, rank=i, query=name) for i, (d, s) in enumerate(zip(ids, scores), 1)]
+
+
+def test_rrf_matches_formula():
+    rankings = {"bm25": run("bm25", ["a", "b", "c"]), "dense": run("dense", ["b", "d"])}
+    fused = rrf_fuse(rankings, k=60)
+    got = {f.id: f.score for f in fused}
+    assert got["a"] == pytest.approx(1 / 61)
+    assert got["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert got["c"] == pytest.approx(1 / 63)
+    assert got["d"] == pytest.approx(1 / 62)
+    assert [f.id for f in fused] == ["b", "a", "d", "c"]
+    assert [f.rank for f in fused] == [1, 2, 3, 4]
+
+
+def test_rrf_weights():
+    rankings = {"bm25": run("bm25", ["a", "b"]), "dense": run("dense", ["b", "a"])}
+    fused = rrf_fuse(rankings, {"bm25": 0.2, "dense": 0.8}, k=60)
+    assert fused[0].id == "b"
+    assert fused[0].score == pytest.approx(0.2 / 62 + 0.8 / 61)
+
+
+def test_rrf_ties_are_deterministic():
+    # a and b tie on score and best rank: id decides
+    rankings = {"x": run("x", ["b"]), "y": run("y", ["a"])}
+    assert [f.id for f in rrf_fuse(rankings)] == ["a", "b"]
+
+
+def test_rrf_does_not_mutate_inputs_and_explains():
+    bm = run("bm25", ["a", "b"])
+    rankings = {"bm25": bm, "dense": run("dense", ["a"])}
+    before = list(bm)
+    fused = rrf_fuse(rankings)
+    assert bm == before
+    assert set(fused[0].contributions) == {"bm25", "dense"}
+    assert fused[0].contributions["bm25"].rank == 1
+
+
+def test_rrf_zero_weight_adds_nothing():
+    fused = rrf_fuse({"a": run("a", ["x"]), "b": run("b", ["y"])}, {"a": 1.0, "b": 0.0})
+    assert [f.id for f in fused] == ["x", "y"]
+    assert fused[1].score == 0.0
+
+
+def test_rrf_empty():
+    assert rrf_fuse({}) == []
+    assert rrf_fuse({"a": []}) == []
+
+
+def test_minmax_formula():
+    rankings = {"bm25": run("bm25", ["a", "b", "c"], [10.0, 5.0, 0.0]),
+                "dense": run("dense", ["c", "a"], [0.9, 0.7])}
+    fused = {f.id: f.score for f in minmax_fuse(rankings, {"bm25": 0.5, "dense": 0.5})}
+    assert fused["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
+    assert fused["b"] == pytest.approx(0.5 * 0.5)
+    assert fused["c"] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+
+
+def test_minmax_constant_scores_normalise_to_one():
+    fused = minmax_fuse({"q": run("q", ["a", "b"], [3.0, 3.0])})
+    assert [f.score for f in fused] == [1.0, 1.0]
+
+
+def test_hits_from_response():
+    resp = {"hits": {"hits": [{"_id": "x", "_score": 2.5, "_source": {"claim": "c"}},
+                              {"_id": "y", "_score": None}]}}
+    hits = hits_from_response(resp, "bm25")
+    assert hits == [Hit("x", 2.5, 1, "bm25", {"claim": "c"}), Hit("y", 0.0, 2, "bm25", None)]

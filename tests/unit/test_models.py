@@ -1,0 +1,73 @@
+"""FactCheck validation, stable ids and rating normalisation."""
+from datetime import date
+
+import pytest
+from pydantic import ValidationError
+
+from plugin.errors import BadInput
+from plugin.models import FactCheck, Mode, Verdict, normalise_rating, stable_id
+
+
+@pytest.mark.parametrize("rating, verdict", [
+    ("False", Verdict.REFUTED),
+    ("Pants on Fire!", Verdict.REFUTED),
+    ("Falso", Verdict.REFUTED),
+    ("Faux", Verdict.REFUTED),
+    ("거짓", Verdict.REFUTED),
+    ("True", Verdict.SUPPORTED),
+    ("Verdadero", Verdict.SUPPORTED),
+    ("Mostly False", Verdict.CONFLICTING),
+    ("Half True", Verdict.CONFLICTING),
+    ("Mixture", Verdict.CONFLICTING),
+    ("Engañoso", Verdict.CONFLICTING),
+    ("Missing context", Verdict.CONFLICTING),
+    ("Unproven", Verdict.NOT_ENOUGH_EVIDENCE),
+    ("Labeled Satire", Verdict.REFUTED),
+    ("", None),
+    (None, None),
+    ("Legend", None),
+])
+def test_normalise_rating(rating, verdict):
+    assert normalise_rating(rating) is verdict
+
+
+def test_stable_id_prefers_given_then_url_then_claim():
+    assert stable_id("abc", "https://x.org/1", "c", "en") == "abc"
+    by_url = stable_id(None, "https://x.org/1", "c", "en")
+    assert by_url == stable_id("", "https://x.org/1", "other claim", "es")
+    assert by_url != stable_id(None, "https://x.org/2", "c", "en")
+    by_claim = stable_id(None, None, "claim text", "en")
+    assert by_claim == stable_id(None, None, " claim text ", "en")
+    assert by_claim != stable_id(None, None, "claim text", "es")
+
+
+def test_factcheck_derives_fields():
+    fc = FactCheck.model_validate({"claim": " Vaccines alter DNA ", "url": "https://www.snopes.com/fc/x",
+                                   "rating": "False", "date": "2021-03-04T10:00:00Z", "lang": "EN-us", "id": 7})
+    assert fc.claim == "Vaccines alter DNA"
+    assert fc.domain == "snopes.com"
+    assert fc.verdict is Verdict.REFUTED
+    assert fc.published_at == date(2021, 3, 4)
+    assert fc.lang == "en"
+    assert fc.id == "7"
+    assert fc.to_source()["published_at"] == "2021-03-04"
+    assert "title" not in fc.to_source()
+
+
+@pytest.mark.parametrize("record, field", [
+    ({"claim": ""}, "claim"),
+    ({"title": "no claim"}, "claim"),
+    ({"claim": "x", "date": "2021-13-45"}, "published_at"),
+    ({"claim": "x", "url": "ftp://x"}, "url"),
+    ({"claim": "x", "lang": "english!"}, "lang"),
+])
+def test_factcheck_rejects(record, field):
+    with pytest.raises(ValidationError) as err:
+        FactCheck.model_validate(record)
+    assert field in str(err.value)
+
+
+def test_mode_parse_lists_valid_values():
+    assert Mode.parse("MONO") is Mode.MONO
+    with pytest.raises(BadInput, match="mono, cross"):
+        Mode.parse("both")

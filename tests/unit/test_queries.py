@@ -1,0 +1,79 @@
+"""Query bodies as (input, expected body) tables."""
+from datetime import date
+
+import pytest
+
+from plugin.queries import (Filters, SOURCE_FIELDS, bm25_query, date_clause, filter_query,
+                            knn_query, text_fields)
+
+UNDATED = {"bool": {"must_not": [{"exists": {"field": "published_at"}}]}}
+
+
+@pytest.mark.parametrize("filters, expected", [
+    (Filters(), None),
+    (Filters(langs=("es",)), {"bool": {"filter": [{"terms": {"lang": ["es"]}}]}}),
+    (Filters(published_before=date(2020, 5, 1)),
+     {"bool": {"filter": [{"bool": {"should": [{"range": {"published_at": {"lte": "2020-05-01"}}}, UNDATED],
+                                    "minimum_should_match": 1}}]}}),
+    (Filters(published_before=date(2020, 5, 1), within_days=30),
+     {"bool": {"filter": [{"range": {"published_at": {"lte": "2020-05-01", "gte": "2020-04-01"}}}]}}),
+    (Filters(deny=("example.org",)),
+     {"bool": {"must_not": [{"bool": {"should": [{"terms": {"domain": ["example.org"]}},
+                                                 {"terms": {"publisher": ["example.org"]}}],
+                                      "minimum_should_match": 1}}]}}),
+    (Filters(langs=("en", "es"), allow=("snopes.com",)),
+     {"bool": {"filter": [{"terms": {"lang": ["en", "es"]}},
+                          {"bool": {"should": [{"terms": {"domain": ["snopes.com"]}},
+                                               {"terms": {"publisher": ["snopes.com"]}}],
+                                    "minimum_should_match": 1}}]}}),
+])
+def test_filter_query(filters, expected):
+    assert filter_query(filters) == expected
+
+
+def test_date_clause_without_window_keeps_undated():
+    assert date_clause(date(2021, 1, 2))["bool"]["should"][1] == UNDATED
+
+
+@pytest.mark.parametrize("lang, expected", [
+    ("en", ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]),
+    ("ko", ["claim_i18n.ko^2", "title_i18n.ko", "claim^2", "title"]),
+    ("xx", ["claim^2", "title"]),
+    (None, ["claim^2", "title"]),
+])
+def test_text_fields(lang, expected):
+    assert text_fields(lang) == expected
+
+
+def test_bm25_query_with_filter():
+    flt = {"bool": {"filter": [{"terms": {"lang": ["en"]}}]}}
+    assert bm25_query("vaccines alter DNA", lang="en", filters=flt, size=50) == {
+        "size": 50, "_source": SOURCE_FIELDS,
+        "query": {"bool": {
+            "must": [{"multi_match": {"query": "vaccines alter DNA", "type": "most_fields",
+                                      "fields": ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]}}],
+            "filter": [flt]}}}
+
+
+def test_bm25_query_without_filter_has_no_filter_key():
+    body = bm25_query("x", lang=None, filters=None, size=5)
+    assert "filter" not in body["query"]["bool"]
+
+
+def test_knn_query_pushes_filter_into_knn():
+    flt = {"bool": {"filter": [{"terms": {"lang": ["es"]}}]}}
+    assert knn_query([0.5, -0.25], filters=flt, size=100) == {
+        "size": 100, "_source": SOURCE_FIELDS,
+        "query": {"knn": {"embedding": {"vector": [0.5, -0.25], "k": 100, "filter": flt}}}}
+
+
+def test_knn_query_takes_numpy_vectors():
+    import numpy as np
+
+    body = knn_query(np.array([1, 2], dtype="float32"), filters=None, size=3)
+    assert body["query"]["knn"]["embedding"] == {"vector": [1.0, 2.0], "k": 3}
+    assert all(type(x) is float for x in body["query"]["knn"]["embedding"]["vector"])
+
+
+def test_embedding_never_returned():
+    assert "embedding" not in SOURCE_FIELDS
