@@ -96,13 +96,16 @@ def normalise_rating(rating: str | None) -> Verdict | None:
 
 
 def stable_id(given: str | None, url: str | None, claim: str, lang: str | None) -> str:
-    """The document id: the given id, else a hash of the URL, else of the claim and language.
+    """The document id: the given id, else a hash of the URL and claim, else of claim and language.
 
-    Re-ingesting a record therefore updates the same document instead of duplicating it.
+    Re-ingesting a record therefore updates the same document instead of duplicating it. The
+    claim is part of the URL key because one fact-check article often reviews several claims
+    (several ClaimReviews share its URL); a URL alone would let them overwrite each other.
     """
     if given is not None and str(given).strip():
         return str(given).strip()
-    key = url.strip() if url and url.strip() else f"{lang or ''}\x1f{claim.strip()}"
+    claim_key = " ".join(claim.split())
+    key = f"{url.strip()}\x1f{claim_key}" if url and url.strip() else f"{lang or ''}\x1f{claim_key}"
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20]
 
 
@@ -113,6 +116,8 @@ def _parse_date(value: Any) -> date | None:
         return value.date()
     if isinstance(value, date):
         return value
+    if isinstance(value, bool):
+        raise ValueError(f"not a date: {value!r}")
     if isinstance(value, (int, float)):  # unix seconds, as MultiClaim uses
         return datetime.fromtimestamp(float(value), tz=timezone.utc).date()
     text = str(value).strip()

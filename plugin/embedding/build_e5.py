@@ -199,13 +199,14 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     word = g.const("word_embeddings", w["embeddings.word_embeddings.weight"])
     pos_table = g.const("position_embeddings", w["embeddings.position_embeddings.weight"])
     type0 = g.const("token_type_embedding0", w["embeddings.token_type_embeddings.weight"][0])
-    i0, i1 = g.const("i64_0", np.array(0, np.int64)), g.const("i64_1", np.array(1, np.int64))
     f1 = g.const("f32_1", np.array(1.0, np.float32))
 
-    seq_len = g.op("Gather", g.op("Shape", "input_ids"), i1, axis=0)
-    positions = g.op("Range", i0, seq_len, i1)
-    emb = g.op("Add", g.op("Gather", word, "input_ids", axis=0),
-               g.op("Gather", pos_table, positions, axis=0))
+    # positions 0..L-1: the first L rows of the table (a Slice, not Range+Gather, which
+    # onnxruntime 1.32's EmbedLayerNormalization fusion rewrites into an invalid Slice)
+    seq_len = g.op("Shape", "input_ids", start=1, end=2)
+    positions = g.op("Slice", pos_table, g.const("i64_0s", np.array([0], np.int64)), seq_len,
+                     g.const("i64_0a", np.array([0], np.int64)))
+    emb = g.op("Add", g.op("Gather", word, "input_ids", axis=0), positions)
     emb = g.op("Add", emb, type0)
     x = g.op("LayerNormalization", emb, g.const("emb_ln_w", w["embeddings.LayerNorm.weight"]),
              g.const("emb_ln_b", w["embeddings.LayerNorm.bias"]), axis=-1, epsilon=shape.eps,

@@ -34,8 +34,10 @@ def test_normalise_rating(rating, verdict):
 def test_stable_id_prefers_given_then_url_then_claim():
     assert stable_id("abc", "https://x.org/1", "c", "en") == "abc"
     by_url = stable_id(None, "https://x.org/1", "c", "en")
-    assert by_url == stable_id("", "https://x.org/1", "other claim", "es")
+    assert by_url == stable_id("", "https://x.org/1", " c ", "es")
     assert by_url != stable_id(None, "https://x.org/2", "c", "en")
+    # one article reviewing two claims gives two documents
+    assert by_url != stable_id(None, "https://x.org/1", "other claim", "en")
     by_claim = stable_id(None, None, "claim text", "en")
     assert by_claim == stable_id(None, None, " claim text ", "en")
     assert by_claim != stable_id(None, None, "claim text", "es")

@@ -1,0 +1,79 @@
+"""Templates, versioned indexes, aliases and the model guard, on the real OpenSearch."""
+import pytest
+
+from plugin.errors import BackendUnavailable, BadInput, ModelMismatch
+from plugin.matcher import Matcher, MatchRequest
+from plugin.settings import Settings
+from plugin.store import Store
+from plugin.templates import (IndexSpec, create_version, current_index, ensure_index,
+                              index_model, switch_alias)
+
+pytestmark = pytest.mark.integration
+
+
+def test_ensure_index_is_idempotent_and_records_model(store, make_alias):
+    alias = make_alias()
+    spec = IndexSpec(alias=alias, model="some/model", dimension=8)
+    first = ensure_index(store, spec)
+    second = ensure_index(store, spec)
+    assert first == second == f"{alias}-v1"
+    assert index_model(store, alias) == {"index": first, "schema_version": 1,
+                                         "embedding_model": "some/model", "embedding_dim": 8}
+    mapping = store.client.indices.get_mapping(index=first)[first]["mappings"]["properties"]
+    assert mapping["embedding"]["method"]["engine"] == "lucene"
+    assert mapping["embedding"]["dimension"] == 8
+    assert mapping["claim_i18n"]["properties"]["es"]["analyzer"] == "fs_es"
+    settings = store.client.indices.get_settings(index=first)[first]["settings"]["index"]
+    assert settings["knn"] == "true"
+
+
+def test_language_analyzers_are_installed(store, make_alias):
+    alias = make_alias()
+    index = ensure_index(store, IndexSpec(alias=alias, model="m", dimension=4))
+    for analyzer, text, token in [("fs_en", "running vaccines", "vaccin"),
+                                  ("fs_es", "las vacunas", "vacun"),
+                                  ("fs_ko", "백신접종", "백신"),
+                                  ("fs_neutral", "Vacunación", "vacunacion")]:
+        out = store.client.indices.analyze(index=index, body={"analyzer": analyzer, "text": text})
+        assert token in [t["token"] for t in out["tokens"]], (analyzer, out)
+
+
+def test_new_version_and_alias_switch(store, make_alias):
+    alias = make_alias()
+    old = ensure_index(store, IndexSpec(alias=alias, model="model-a", dimension=4))
+    new = create_version(store, IndexSpec(alias=alias, model="model-b", dimension=6), point_alias=False)
+    assert new == f"{alias}-v2"
+    assert current_index(store, alias) == old  # nothing moves until the switch
+    switch_alias(store, alias, new)
+    assert current_index(store, alias) == new
+    assert index_model(store, alias)["embedding_model"] == "model-b"
+    assert store.index_exists(old)  # never deleted
+
+
+def test_query_with_another_model_is_refused(store, embedder, make_alias, settings):
+    alias = make_alias()
+    ensure_index(store, IndexSpec(alias=alias, model="intfloat/multilingual-e5-base", dimension=768))
+    matcher = Matcher(store, embedder, settings, alias=alias)
+    with pytest.raises(ModelMismatch, match="multilingual-e5-base"):
+        matcher.match(MatchRequest(text="vaccines alter DNA"))
+    with pytest.raises(ModelMismatch):
+        ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
+
+
+def test_concrete_index_in_place_of_alias_is_refused(store, make_alias):
+    alias = make_alias()
+    store.create_index(f"{alias}-v", {})  # a stray concrete index named like an alias' prefix
+    store.create_index(alias, {})
+    try:
+        with pytest.raises(BadInput, match="not an alias"):
+            ensure_index(store, IndexSpec(alias=alias, model="m", dimension=4))
+    finally:
+        store.delete_index(alias)
+        store.delete_index(f"{alias}-v")
+
+
+def test_unreachable_opensearch_names_the_url():
+    store = Store(Settings(opensearch_url="http://127.0.0.1:9", opensearch_timeout_s=2))
+    assert store.ping() is False
+    with pytest.raises(BackendUnavailable, match=r"127\.0\.0\.1:9.*make up"):
+        store.alias_indices("factchecks")
