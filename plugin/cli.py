@@ -130,7 +130,7 @@ def _print_matches(result: Any, header: str | None = None) -> None:
 
 
 def cmd_match(args: argparse.Namespace, settings: Settings) -> int:
-    result = _matcher(settings).match(_request(args, args.text))
+    result = _matcher(settings).match(_request(args, args.text), args.config)
     if args.json:
         _dump(result.to_dict())
     else:
@@ -237,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--lang", help="language of the post (ISO 639-1); detected when omitted")
         sp.add_argument("--date", help="post date YYYY-MM-DD: only fact-checks published on or before it")
         sp.add_argument("--within-days", type=int, help="with --date: only fact-checks from this many days before")
-        sp.add_argument("--mode", default="cross", help="mono (same language only) or cross (any language)")
+        sp.add_argument("--mode", default="auto",
+                        help="mono (same language only), cross (any language) or auto (any, own language preferred)")
+        sp.add_argument("--config", help="named retrieval configuration (see `factsieve configs`)")
         sp.add_argument("-k", type=int, default=10, help="number of matches")
         sp.add_argument("--allow", action="append", help="only this domain/publisher (repeatable)")
         sp.add_argument("--deny", action="append", help="never this domain/publisher (repeatable)")

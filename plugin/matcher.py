@@ -1,31 +1,39 @@
 """Claim matching: a post in any language → the fact-checks that address it.
 
-``Matcher`` is the one place where the embedder, the store and fusion meet: it normalises the
-post, detects its language, embeds it once, runs BM25 and kNN (filters pushed into both) in one
-``_msearch`` round trip, and fuses the rankings with weighted RRF.
+``Matcher`` is the one place where the embedder, the store and fusion meet. For a request and a
+named retrieval configuration it normalises the post, detects its language, builds the query
+variants, embeds the dense ones in one batch, runs every sub-query (filters pushed into each)
+in one ``_msearch`` round trip, fuses, boosts, collapses near-duplicates and optionally reranks.
 """
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
 from .embedding import Embedder
 from .errors import BadInput
-from .fuse import hits_from_response, rrf_fuse
+from .fuse import hits_from_response, minmax_fuse, rrf_fuse
 from .lang import detect_language
-from .models import Mode
+from .models import Fused, Mode
 from .normalize import normalize_post
 from .queries import Filters, bm25_query, filter_query, knn_query
+from .retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from .settings import Settings
 from .store import Store
 from .templates import check_model
+from .variants import VARIANTS
 
-#: Default per-retriever weights for RRF (dense first: on CLEF-2020 dense beats BM25 alone).
-DEFAULT_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
 _LANG = re.compile(r"^[a-z]{2,3}$")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    def score(self, query: str, passages: list[str]) -> list[float]: ...
 
 
 @dataclass(frozen=True)
@@ -33,21 +41,25 @@ class MatchRequest:
     text: str
     lang: str | None = None
     date: date | None = None
-    mode: Mode = Mode.CROSS
+    mode: Mode = Mode.AUTO
     k: int = 10
     within_days: int | None = None
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
 
     def validated(self) -> MatchRequest:
-        if not self.text or not self.text.strip():
+        if not isinstance(self.text, str) or not self.text.strip():
             raise BadInput("text is empty: give the post or claim to match")
+        if len(self.text) > 20000:
+            raise BadInput("text is longer than 20000 characters")
         if not 1 <= self.k <= 100:
             raise BadInput(f"k must be between 1 and 100, got {self.k}")
         if self.lang is not None and not _LANG.match(self.lang):
             raise BadInput(f"lang must be an ISO 639-1 code such as 'en', got {self.lang!r}")
         if self.within_days is not None and self.within_days < 0:
             raise BadInput("within_days must be >= 0")
+        if self.within_days is not None and self.date is None:
+            raise BadInput("within_days needs a date: the window ends at the post date")
         return self
 
 
@@ -56,22 +68,68 @@ class MatchResult:
     lang: str | None
     matches: list[dict[str, Any]]
     took_ms: float
+    config: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lang": self.lang, "took_ms": round(self.took_ms, 2), "matches": self.matches}
+        return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
+                "matches": self.matches}
+
+
+def same_claim(a: str, b: str, threshold: float) -> bool:
+    """Near-duplicate test for syndicated debunks: word-set Jaccard similarity ≥ threshold."""
+    wa, wb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / len(wa | wb) >= threshold
+
+
+def collapse(fused: list[Fused], threshold: float, k: int) -> list[Fused]:
+    """Keep the best-ranked fact-check of each near-duplicate group until ``k`` remain."""
+    kept: list[Fused] = []
+    for f in fused:
+        claim = (f.source or {}).get("claim") or ""
+        if any(same_claim(claim, (g.source or {}).get("claim") or "", threshold) for g in kept):
+            continue
+        kept.append(f)
+        if len(kept) >= k:
+            break
+    return kept
+
+
+def boost(fused: list[Fused], boosts: dict[str, float], lang: str | None,
+          same_lang: float) -> list[Fused]:
+    """Multiply fused scores by trusted-source boosts (domain or publisher) and, in auto mode,
+    by ``same_lang`` for fact-checks in the post's language; returns a new, re-ranked list."""
+    if not boosts and same_lang == 1.0:
+        return list(fused)
+    out = []
+    for f in fused:
+        src = f.source or {}
+        factor = max(boosts.get(src.get("domain") or "", 1.0), boosts.get(src.get("publisher") or "", 1.0))
+        if lang and src.get("lang") == lang:
+            factor *= same_lang
+        out.append(replace(f, score=f.score * factor))
+    out.sort(key=lambda f: (-f.score, f.rank, f.id))
+    return [replace(f, rank=i) for i, f in enumerate(out, start=1)]
 
 
 class Matcher:
-    """Hybrid BM25 + kNN claim matcher over the fact-check alias."""
+    """Hybrid claim matcher over the fact-check alias, driven by a named configuration."""
+
+    #: in auto mode, fact-checks in the post's own language get this multiplicative boost
+    SAME_LANG_BOOST = 1.1
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
-                 alias: str | None = None, weights: dict[str, float] | None = None) -> None:
+                 alias: str | None = None, config: RetrievalConfig | str | None = None,
+                 reranker: Reranker | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.alias = alias or settings.index
-        self.weights = dict(weights or DEFAULT_WEIGHTS)
+        self.config = config if isinstance(config, RetrievalConfig) else get_config(
+            config or settings.retrieval_config)
+        self.reranker = reranker
         self._model_checked = False
 
     def _check_model(self) -> None:
@@ -79,43 +137,105 @@ class Matcher:
             check_model(self.store, self.alias, self.embedder.name, self.embedder.dim)
             self._model_checked = True
 
-    def filters_for(self, req: MatchRequest, lang: str | None) -> Filters:
-        langs = (lang,) if req.mode is Mode.MONO and lang else None
-        return Filters(langs=langs, published_before=req.date, within_days=req.within_days,
-                       allow=tuple(req.allow), deny=tuple(req.deny))
+    def plan(self, req: MatchRequest, text: str, lang: str | None,
+             config: RetrievalConfig) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+        """The sub-query bodies (by retriever name) and fusion weights for a request: pure
+        except for embedding the dense variants (one batch)."""
+        mode = Mode.parse(config.mode) if config.mode else req.mode
+        mono = mode is Mode.MONO and lang is not None
+        flt = filter_query(Filters(langs=(lang,) if mono else None, published_before=req.date,
+                                   within_days=req.within_days, allow=tuple(req.allow),
+                                   deny=tuple(req.deny)))
+        size = max(config.candidates, req.k)
+        variants = {r.query for r in config.retrievers}
+        unknown = variants - set(VARIANTS)
+        if unknown:
+            raise BadInput(f"configuration {config.name!r} uses query variants {sorted(unknown)} "
+                           f"that need a generator this deployment lacks; known: {sorted(VARIANTS)}")
+        texts = {v: VARIANTS[v](text, lang) for v in variants}
+        dense_variants = sorted({r.query for r in config.retrievers if r.kind is RetrieverKind.DENSE})
+        vectors = {}
+        if dense_variants:
+            encoded = self.embedder.encode_queries([texts[v] for v in dense_variants])
+            vectors = dict(zip(dense_variants, encoded))
+        bodies = {}
+        for r in config.retrievers:
+            if r.kind is RetrieverKind.BM25:
+                bodies[r.name] = bm25_query(texts[r.query], lang=lang, filters=flt, size=size)
+            else:
+                bodies[r.name] = knn_query(vectors[r.query], filters=flt, size=size)
+        return bodies, config.weights(crosslingual=not mono)
 
-    def match(self, req: MatchRequest) -> MatchResult:
+    def match(self, req: MatchRequest, config: RetrievalConfig | str | None = None) -> MatchResult:
         req = req.validated()
+        cfg = self.config if config is None else (
+            config if isinstance(config, RetrievalConfig) else get_config(config))
         t0 = time.perf_counter()
         self._check_model()
         text = normalize_post(req.text) or req.text.strip()
         lang = req.lang or detect_language(text, seed=self.settings.langdetect_seed)
         t1 = time.perf_counter()
-        vector = self.embedder.encode_queries([text])[0]
+        bodies, weights = self.plan(req, text, lang, cfg)
         t2 = time.perf_counter()
-        flt = filter_query(self.filters_for(req, lang))
-        size = max(self.settings.candidates, req.k)
-        bodies = {"bm25": bm25_query(text, lang=lang, filters=flt, size=size),
-                  "dense": knn_query(vector, filters=flt, size=size)}
         responses = self.store.msearch(self.alias, list(bodies.values()))
         t3 = time.perf_counter()
         rankings = {name: hits_from_response(resp, name) for name, resp in zip(bodies, responses)}
-        fused = rrf_fuse(rankings, self.weights, k=self.settings.rrf_k)[: req.k]
-        matches = [_match_dict(f) for f in fused]
+        if cfg.fusion is Fusion.RRF:
+            fused = rrf_fuse(rankings, weights, k=cfg.rrf_k)
+        else:
+            fused = minmax_fuse(rankings, weights)
+        mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
+        fused = boost(fused, cfg.boosts, lang, self.SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
         t4 = time.perf_counter()
+        rerank_scores: dict[str, float] = {}
+        if cfg.rerank is not None and self.reranker is not None:
+            fused, rerank_scores = self._rerank(text, fused, cfg)
+        t5 = time.perf_counter()
+        top = collapse(fused, cfg.collapse, req.k) if cfg.collapse else fused[: req.k]
+        matches = [_match_dict(f, rerank_scores.get(f.id)) for f in top]
+        t6 = time.perf_counter()
         timings = {"normalize_ms": (t1 - t0) * 1e3, "embed_ms": (t2 - t1) * 1e3,
-                   "search_ms": (t3 - t2) * 1e3, "fuse_ms": (t4 - t3) * 1e3}
-        return MatchResult(lang=lang, matches=matches, took_ms=(t4 - t0) * 1e3, timings_ms=timings)
+                   "search_ms": (t3 - t2) * 1e3, "fuse_ms": (t4 - t3 + t6 - t5) * 1e3,
+                   "rerank_ms": (t5 - t4) * 1e3}
+        return MatchResult(lang=lang, matches=matches, took_ms=(t6 - t0) * 1e3, config=cfg.name,
+                           timings_ms=timings)
+
+    def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig
+                ) -> tuple[list[Fused], dict[str, float]]:
+        assert cfg.rerank is not None and self.reranker is not None
+        head, tail = fused[: cfg.rerank.top], fused[cfg.rerank.top:]
+        passages = [_passage(f) for f in head]
+        scores = self.reranker.score(text, passages)
+        by_id = dict(zip((f.id for f in head), scores))
+        w = cfg.rerank.weight
+        n = len(head)
+
+        def final(f: Fused) -> float:  # blend rerank order with fused order when w < 1
+            return w * by_id[f.id] + (1 - w) * (n - f.rank) / max(n, 1)
+
+        ordered = sorted(head, key=lambda f: (-final(f), f.rank))
+        reranked = [replace(f, rank=i) for i, f in enumerate(ordered, start=1)]
+        reranked += [replace(f, rank=len(reranked) + i) for i, f in enumerate(tail, start=1)]
+        return reranked, by_id
 
 
-def _match_dict(f: Any) -> dict[str, Any]:
+def _passage(f: Fused) -> str:
     src = f.source or {}
+    title, claim = src.get("title") or "", src.get("claim") or ""
+    return f"{title}\n{claim}" if title and title.strip().lower() != claim.strip().lower() else claim
+
+
+def _match_dict(f: Fused, rerank_score: float | None = None) -> dict[str, Any]:
+    src = f.source or {}
+    explain: dict[str, Any] = {q: {"rank": h.rank, "score": round(h.score, 6)}
+                               for q, h in sorted(f.contributions.items())}
+    if rerank_score is not None:
+        explain["rerank"] = {"score": round(float(rerank_score), 6)}
     return {
         "id": f.id, "score": round(f.score, 6), "rank": f.rank,
         "claim": src.get("claim"), "title": src.get("title"), "url": src.get("url"),
         "lang": src.get("lang"), "published_at": src.get("published_at"),
         "rating": src.get("rating"), "verdict": src.get("verdict"),
-        "publisher": src.get("publisher"),
-        "explain": {q: {"rank": h.rank, "score": round(h.score, 6)}
-                    for q, h in sorted(f.contributions.items())},
+        "publisher": src.get("publisher"), "domain": src.get("domain"),
+        "explain": explain,
     }

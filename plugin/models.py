@@ -27,10 +27,12 @@ class Verdict(str, Enum):
 
 
 class Mode(str, Enum):
-    """Which fact-checks a post may match: its own language only, or any language."""
+    """Which fact-checks a post may match: its own language only (``mono``), any language
+    (``cross``), or any language with a small preference for its own (``auto``)."""
 
     MONO = "mono"
     CROSS = "cross"
+    AUTO = "auto"
 
     @classmethod
     def parse(cls, value: str | Mode) -> Mode:
@@ -161,6 +163,15 @@ class FactCheck(BaseModel):
                 if isinstance(data.get(k), (int, float)):
                     data[k] = str(data[k])
         return data
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str | None) -> str | None:
+        # OpenSearch refuses ids over 512 bytes for the whole bulk request, not per document:
+        # catch them here so one bad id cannot sink its neighbours.
+        if v is not None and len(v.encode("utf-8")) > 512:
+            raise ValueError("id is longer than 512 bytes")
+        return v
 
     @field_validator("published_at", mode="before")
     @classmethod

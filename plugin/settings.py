@@ -51,9 +51,8 @@ class Settings(BaseSettings):
     #: Seed for langdetect so that language detection is deterministic.
     langdetect_seed: int = 0
 
-    #: Candidates each sub-query retrieves before fusion.
-    candidates: int = Field(default=100, ge=1, le=10000)
-    rrf_k: int = Field(default=60, ge=1)
+    #: The named retrieval configuration (``plugin/configs/retrieval.json``) matching uses.
+    retrieval_config: str | None = None
 
     @field_validator("opensearch_url")
     @classmethod

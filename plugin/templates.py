@@ -18,7 +18,7 @@ from .settings import Settings
 from .store import Store
 
 SCHEMA_VERSION = 1
-COMPONENTS = ("factsieve-analysis", "factsieve-factcheck-fields")
+COMPONENTS = ("factsieve-factcheck-fields",)
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from plugin.settings import Settings
 
 __all__ = ["BACKENDS", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "TEST_MODEL",
-           "build_test_model", "load_embedder", "test_model_dir"]
+           "build_test_model", "load_embedder", "rebuilt_model_dir"]
 
 BACKENDS = ("auto", "onnx", "sentence-transformers")
 
 
-def test_model_dir(settings: Settings) -> Path:
+def rebuilt_model_dir(settings: Settings) -> Path:
     """Where ``factsieve model build`` puts (and ``load_embedder`` finds) the test model."""
     return settings.model_cache_dir / TEST_MODEL_DIRNAME
 
@@ -38,11 +38,12 @@ def load_embedder(settings: Settings) -> Embedder:
     """
     backend = settings.embedding_backend
     if backend not in BACKENDS:
-        raise ModelUnavailable(f"unknown embedding backend {backend!r}; use one of {', '.join(BACKENDS)}")
+        raise ModelUnavailable(f"unknown embedding backend {backend!r}; "
+                               f"use one of {', '.join(BACKENDS)}")
     model = settings.embedding_model
     folder: Path | None
     if model == TEST_MODEL:
-        folder = test_model_dir(settings)
+        folder = rebuilt_model_dir(settings)
         if not folder.is_dir():
             raise ModelUnavailable(f"the test model {TEST_MODEL} is not built at {folder}: "
                                    "run `factsieve model build`")
@@ -56,7 +57,8 @@ def load_embedder(settings: Settings) -> Embedder:
                   max_seq_length=settings.max_seq_length, batch_size=settings.embedding_batch_size)
     if use_onnx:
         if folder is None:
-            raise ModelUnavailable(f"the onnx backend needs a local model folder; {model!r} is not one")
+            raise ModelUnavailable(f"the onnx backend needs a local model folder; "
+                                   f"{model!r} is not one")
         return OnnxEmbedder(folder, model, **common)
     return SentenceTransformerEmbedder(str(folder) if folder is not None else model, name=model,
                                        **common)

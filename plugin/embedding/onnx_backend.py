@@ -68,8 +68,9 @@ class OnnxEmbedder:
         self.batch_size = max(1, int(batch_size))
 
         config = _read_json(folder / "config.json")
+        # positions past the model's table would crash the graph: cap at what the model knows
         max_positions = config.get("max_position_embeddings")
-        self.max_seq_length = min(max_seq_length, max_positions) if max_positions else max_seq_length
+        self.max_seq_length = min(max_seq_length, max_positions or max_seq_length)
 
         try:
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))

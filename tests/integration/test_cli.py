@@ -28,7 +28,8 @@ def test_init_ingest_match_json(capsys, cli_alias, embedder):
     code, out, _ = run(capsys, "ingest", "-q", str(SAMPLES / "multiclaim" / "factchecks.jsonl"))
     assert code == 0
     assert json.loads(out) == {"indexed": 50, "updated": 0, "rejected": 0, "rejects": []}
-    code, out, _ = run(capsys, "match", "Covid-19 vaccines alter human DNA", "-k", "3", "--json")
+    code, out, _ = run(capsys, "match", "The new Covid-19 vaccines will permanently alter the DNA of everyone who gets the shot",
+                       "-k", "3", "--json")
     assert code == 0
     body = json.loads(out)
     assert body["lang"] == "en" and len(body["matches"]) == 3
@@ -51,7 +52,7 @@ def test_ingest_claimreview_and_bad_records(capsys, cli_alias, embedder, tmp_pat
 
 @pytest.mark.parametrize("argv, code, message", [
     (["match", "   "], 2, "text is empty"),
-    (["match", "x", "--mode", "both"], 2, "valid modes: mono, cross"),
+    (["match", "x", "--mode", "both"], 2, "valid modes: mono, cross, auto"),
     (["match", "x", "--date", "yesterday"], 2, "YYYY-MM-DD"),
     (["match", "x", "-k", "0"], 2, "k must be"),
     (["ingest", "x.jsonl", "--format", "xml"], 2, "xml"),

@@ -60,14 +60,31 @@ def test_missing_file_is_a_reject_not_an_abort(store, embedder, make_alias, sett
     assert "missing.jsonl" in report.rejects[0]["record"]
 
 
-def test_opensearch_rejection_is_reported_per_record(store, embedder, make_alias, settings, tmp_path):
+def test_overlong_id_is_rejected_alone(store, embedder, make_alias, settings, tmp_path):
     alias = make_alias()
-    # a date OpenSearch cannot store (year 10000 is valid nowhere) never reaches OpenSearch: pydantic
-    # rejects it; an over-long id does reach it and is rejected there
-    long_id = "x" * 600
-    path = write_jsonl(tmp_path / "feed.jsonl", [json.dumps({"id": long_id, "claim": "too long an id"}),
+    path = write_jsonl(tmp_path / "feed.jsonl", [json.dumps({"id": "x" * 600, "claim": "too long an id"}),
                                                  json.dumps(GOOD[0])])
     report = ingest_files(store, embedder, alias, [path], settings)
-    assert report.indexed == 1 and report.rejected == 1
-    assert "OpenSearch rejected" in report.rejects[0]["reason"]
+    assert (report.indexed, report.rejected) == (1, 1)
+    assert report.rejects[0]["record"] == "feed.jsonl:1" and "512 bytes" in report.rejects[0]["reason"]
+
+
+def test_opensearch_rejection_is_reported_per_record(store, embedder, make_alias, settings, tmp_path):
+    from plugin.ingest import Format, ingest, read_records
+    from plugin.templates import IndexSpec
+
+    alias = make_alias()
+    spec = IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim)
+    # an index whose mapping makes 'claimant' a date: OpenSearch refuses that one document
+    from plugin.templates import install_templates
+
+    install_templates(store, spec)
+    store.create_index(f"{alias}-v1", {"mappings": {"_meta": spec.meta(),
+                                                    "properties": {"claimant": {"type": "date"}}},
+                                       "aliases": {alias: {}}})
+    rows = [dict(GOOD[0], claimant="Jane Doe"), GOOD[2]]
+    path = write_jsonl(tmp_path / "feed.jsonl", [json.dumps(r) for r in rows])
+    report = ingest(read_records([path], Format.jsonl), store=store, embedder=embedder, index=alias)
+    assert (report.indexed, report.rejected) == (1, 1)
     assert report.rejects[0]["record"] == "feed.jsonl:1"
+    assert "OpenSearch rejected id g1" in report.rejects[0]["reason"]

@@ -71,5 +71,5 @@ def test_factcheck_rejects(record, field):
 
 def test_mode_parse_lists_valid_values():
     assert Mode.parse("MONO") is Mode.MONO
-    with pytest.raises(BadInput, match="mono, cross"):
+    with pytest.raises(BadInput, match="mono, cross, auto"):
         Mode.parse("both")

@@ -21,7 +21,6 @@ def test_render_unknown_placeholder_is_an_error():
 def test_bodies_are_fully_rendered():
     bodies = template_bodies(SPEC)
     assert set(bodies) == {
-        "_component_template/factsieve-analysis",
         "_component_template/factsieve-factcheck-fields",
         "_component_template/factsieve-knn-768",
         "_index_template/factsieve-factchecks",
@@ -43,13 +42,14 @@ def test_knn_field_is_lucene_hnsw_cosine_with_model_dimension():
 def test_index_template_composes_components_for_versioned_indexes():
     tpl = template_bodies(SPEC)["_index_template/factsieve-factchecks"]
     assert tpl["index_patterns"] == ["factchecks-v*"]
-    assert tpl["composed_of"] == ["factsieve-analysis", "factsieve-factcheck-fields", "factsieve-knn-768"]
+    assert tpl["composed_of"] == ["factsieve-factcheck-fields", "factsieve-knn-768"]
     assert tpl["template"]["settings"]["index"]["number_of_replicas"] == 1
 
 
 def test_every_analysed_language_has_an_analyzer_and_field():
-    analyzers = load_template("component/factsieve-analysis")["template"]["settings"]["analysis"]["analyzer"]
-    props = load_template("component/factsieve-factcheck-fields")["template"]["mappings"]["properties"]
+    fields = load_template("component/factsieve-factcheck-fields")["template"]
+    analyzers = fields["settings"]["analysis"]["analyzer"]
+    props = fields["mappings"]["properties"]
     assert "fs_neutral" in analyzers
     for lang in ANALYZED_LANGS:
         assert f"fs_{lang}" in analyzers

@@ -1,0 +1,117 @@
+"""Named retrieval configurations: data, not code paths.
+
+Every configuration in ``plugin/configs/retrieval.json`` (bm25, dense, sieve, hybrid-rrf,
+multiquery, hybrid-rerank, …) is run by the same ``Matcher``; a configuration only says which
+retrievers run over which query variants, with what weights, how they are fused, and what is
+done after fusion. Each carries its last measured scores, so a change that makes one worse shows.
+"""
+from __future__ import annotations
+
+import json
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import BadInput
+
+
+class RetrieverKind(str, Enum):
+    BM25 = "bm25"
+    DENSE = "dense"
+
+
+class Fusion(str, Enum):
+    RRF = "rrf"
+    MINMAX = "minmax"
+
+
+class Retriever(BaseModel):
+    """One sub-query: a retriever over one query variant, with its fusion weight."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: RetrieverKind
+    query: str = "post"
+    weight: float = Field(default=1.0, ge=0)
+    #: weight in crosslingual mode, when it differs (FactDebug: 8:2 mono, 1:1 cross)
+    cross_weight: float | None = Field(default=None, ge=0)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind.value}:{self.query}"
+
+
+class Rerank(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    top: int = Field(default=50, ge=1, le=1000)
+    #: final score = rerank score, or a blend with the fused rank when < 1
+    weight: float = Field(default=1.0, ge=0, le=1)
+
+
+class RetrievalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    description: str = ""
+    #: forced mode for this configuration (sieve is monolingual); None = the request's mode
+    mode: str | None = None
+    retrievers: list[Retriever]
+    fusion: Fusion = Fusion.RRF
+    rrf_k: int = Field(default=60, ge=0)
+    candidates: int = Field(default=100, ge=1, le=10000)
+    #: multiplicative boost per trusted domain/publisher (REVEAL used ×1.5)
+    boosts: dict[str, float] = Field(default_factory=dict)
+    #: collapse near-duplicate fact-checks of one claim (syndicated debunks) in the top k
+    collapse: float | None = Field(default=None, gt=0, le=1)
+    rerank: Rerank | None = None
+    last_scores: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique(self) -> RetrievalConfig:
+        names = [r.name for r in self.retrievers]
+        if not names:
+            raise ValueError("a configuration needs at least one retriever")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate retrievers: {names}")
+        return self
+
+    def weights(self, crosslingual: bool) -> dict[str, float]:
+        return {r.name: (r.cross_weight if crosslingual and r.cross_weight is not None else r.weight)
+                for r in self.retrievers}
+
+
+def _read(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        text = resources.files("plugin").joinpath("configs/retrieval.json").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def load_configs(path: Path | None = None) -> dict[str, RetrievalConfig]:
+    """All named configurations (the packaged file, or ``path``)."""
+    raw = _read(path)
+    configs = {}
+    for name, body in raw["configs"].items():
+        try:
+            configs[name] = RetrievalConfig.model_validate({**body, "name": name})
+        except ValidationError as exc:
+            raise BadInput(f"retrieval configuration {name!r} is invalid: {exc}") from None
+    return configs
+
+
+def default_config_name(path: Path | None = None) -> str:
+    return _read(path)["default"]
+
+
+def get_config(name: str | None, path: Path | None = None) -> RetrievalConfig:
+    configs = load_configs(path)
+    key = name or default_config_name(path)
+    if key not in configs:
+        raise BadInput(f"unknown retrieval configuration {key!r}; known: {', '.join(configs)}")
+    return configs[key]
