@@ -203,6 +203,61 @@ def cmd_index_switch(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+DEFAULT_DATASET = Path("../shared/data/clef2020_task2")
+
+
+def _table(result: dict[str, Any]) -> str:
+    cols = ["S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"]
+    lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['n_factchecks']} fact-checks)",
+             f"{'config':<16}{'mode':<7}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}{'p95 ms':>9}"]
+    for name, body in result["configs"].items():
+        if "skipped" in body:
+            lines.append(f"{name:<16}skipped: {body['skipped']}")
+            continue
+        per_mode = body if "S@10" not in body else {result["modes"][0]: body}
+        for mode, m in per_mode.items():
+            lines.append(f"{name:<16}{mode:<7}" + "".join(f"{m[c]:>8.3f}" for c in cols)
+                         + f"{m['latency_ms']['p50']:>9.1f}{m['latency_ms']['p95']:>9.1f}")
+    return "\n".join(lines)
+
+
+def cmd_evaluate(args: argparse.Namespace, settings: Settings) -> int:
+    from .evaluate.run import evaluate, load_dataset
+    from .retrieval import load_configs
+
+    dataset_path = args.dataset or DEFAULT_DATASET
+    if not dataset_path.exists():
+        raise BadInput(f"dataset folder {str(dataset_path)!r} not found: pass --dataset DIR "
+                       "(factchecks.jsonl, queries.jsonl, qrels.jsonl)")
+    dataset = load_dataset(dataset_path)
+    configs = load_configs(args.configs_file)
+    if args.config:
+        wanted = [c.strip() for c in args.config.split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in configs]
+        if unknown:
+            raise BadInput(f"unknown configuration(s) {unknown}; known: {', '.join(configs)}")
+        configs = {c: configs[c] for c in wanted}
+    from .rerank import load_rerankers
+
+    rerankers = load_rerankers(configs, settings)
+    result = evaluate(_store(settings), _embedder(settings), settings, dataset, configs,
+                      mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild)
+    if args.table:
+        print(_table(result))
+    else:
+        _dump(result)
+    return 0
+
+
+def cmd_configs(args: argparse.Namespace, settings: Settings) -> int:
+    from .retrieval import default_config_name, load_configs
+
+    configs = load_configs(args.configs_file)
+    _dump({"default": default_config_name(args.configs_file),
+           "configs": {n: c.model_dump(mode="json", exclude={"name"}) for n, c in configs.items()}})
+    return 0
+
+
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     store = _store(settings)
     status: dict[str, Any] = {"opensearch_url": settings.opensearch_url, "opensearch": store.ping()}
@@ -267,6 +322,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--switch", action="store_true", help="point the alias at it now")
     sp = add("switch", cmd_index_switch, "point the alias at another versioned index", index)
     sp.add_argument("target")
+
+    sp = add("evaluate", cmd_evaluate, "run named retrieval configurations over a dataset and print metrics")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration)")
+    sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
+    sp.add_argument("--mode", help="mono|cross|auto|both (default: both for datasets with crosslingual pairs, else auto)")
+    sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
+    sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
+    sp.add_argument("--json", action="store_true", help="print JSON (the default)")
+    sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
+
+    sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
+    sp.add_argument("--configs-file", type=Path)
 
     add("status", cmd_status, "check that OpenSearch is reachable and list its plugins")
     return p

@@ -1,0 +1,176 @@
+"""Run named retrieval configurations over a retrieval dataset, side by side.
+
+Dataset layout (as in ``../shared/data``): ``factchecks.jsonl``, ``queries.jsonl``
+(``id, text, lang, date``), ``qrels.jsonl`` (``query_id, factcheck_id`` and, for MultiClaim,
+``crosslingual``). The fact-checks are indexed once per dataset and model under the alias
+``eval-<dataset>-<model hash>`` and reused while the count and the model match.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..embedding import Embedder
+from ..errors import BadInput, FactSieveError
+from ..ingest import Format, ingest, read_records
+from ..matcher import Matcher, MatchRequest
+from ..models import Mode
+from ..retrieval import RetrievalConfig
+from ..settings import Settings
+from ..store import Store
+from ..templates import IndexSpec, current_index, ensure_index, index_model
+from .metrics import evaluate_run
+
+
+@dataclass
+class Dataset:
+    name: str
+    path: Path
+    queries: list[dict[str, Any]]
+    #: query id → relevant fact-check ids, per pair kind ("all", "mono", "cross")
+    qrels: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    n_factchecks: int = 0
+
+    @property
+    def has_pair_kinds(self) -> bool:
+        return bool(self.qrels.get("cross"))
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_dataset(path: Path | str) -> Dataset:
+    path = Path(path)
+    for name in ("factchecks.jsonl", "queries.jsonl", "qrels.jsonl"):
+        if not (path / name).is_file():
+            raise BadInput(f"dataset {str(path)!r} has no {name}: expected factchecks.jsonl, "
+                           "queries.jsonl and qrels.jsonl")
+    queries = _rows(path / "queries.jsonl")
+    qrels: dict[str, dict[str, set[str]]] = {"all": defaultdict(set), "mono": defaultdict(set),
+                                             "cross": defaultdict(set)}
+    for r in _rows(path / "qrels.jsonl"):
+        q, d = str(r["query_id"]), str(r["factcheck_id"])
+        qrels["all"][q].add(d)
+        if "crosslingual" in r:
+            qrels["cross" if r["crosslingual"] else "mono"][q].add(d)
+    with open(path / "factchecks.jsonl", encoding="utf-8") as fh:
+        n = sum(1 for line in fh if line.strip())
+    return Dataset(name=path.name, path=path, queries=queries,
+                   qrels={k: dict(v) for k, v in qrels.items()}, n_factchecks=n)
+
+
+def dataset_alias(dataset: Dataset, model: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")[:40]
+    return f"eval-{slug}-{hashlib.sha1(model.encode()).hexdigest()[:8]}"
+
+
+def ensure_dataset_index(store: Store, embedder: Embedder, dataset: Dataset,
+                         settings: Settings, *, rebuild: bool = False) -> tuple[str, dict[str, Any] | None]:
+    """Index the dataset's fact-checks unless an up-to-date index exists; returns the alias and
+    the ingest statistics (None when reused)."""
+    alias = dataset_alias(dataset, embedder.name)
+    spec = IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim,
+                     replicas=settings.index_replicas)
+    if not rebuild and current_index(store, alias) is not None:
+        try:
+            meta = index_model(store, alias)
+            if meta.get("embedding_model") == embedder.name and store.count(alias) == dataset.n_factchecks:
+                return alias, None
+        except FactSieveError:
+            pass
+    if current_index(store, alias) is not None:
+        store.delete_index(f"{alias}-v*")  # an evaluation index is ours to rebuild
+    ensure_index(store, spec)
+    t0 = time.perf_counter()
+    report = ingest(read_records([dataset.path / "factchecks.jsonl"], Format.jsonl), store=store,
+                    embedder=embedder, index=alias, batch_size=settings.embedding_batch_size,
+                    seed=settings.langdetect_seed)
+    secs = time.perf_counter() - t0
+    stats = {"docs": report.indexed + report.updated, "rejected": report.rejected,
+             "seconds": round(secs, 2), "docs_per_s": round((report.indexed + report.updated) / secs, 1)}
+    return alias, stats
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
+    return ordered[idx]
+
+
+def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict[str, Any]],
+               qrels: dict[str, set[str]], *, mode: Mode, depth: int = 100,
+               use_dates: bool = False) -> dict[str, Any]:
+    """Match every query that has qrels; metrics overall and per query language."""
+    run: dict[str, list[str]] = {}
+    latencies: list[float] = []
+    parts: dict[str, list[float]] = defaultdict(list)
+    langs: dict[str, str] = {}
+    for q in queries:
+        qid = str(q["id"])
+        if qid not in qrels:
+            continue
+        from datetime import date as _date
+
+        when = _date.fromisoformat(q["date"]) if use_dates and q.get("date") else None
+        req = MatchRequest(text=q["text"], lang=q.get("lang"), date=when, mode=mode, k=depth)
+        t0 = time.perf_counter()
+        result = matcher.match(req, config)
+        latencies.append((time.perf_counter() - t0) * 1e3)
+        for key, ms in result.timings_ms.items():
+            parts[key].append(ms)
+        run[qid] = [m["id"] for m in result.matches]
+        langs[qid] = q.get("lang") or result.lang or "?"
+    metrics = {k: round(v, 4) for k, v in evaluate_run(run, qrels).items()}
+    per_lang: dict[str, Any] = {}
+    for lang in sorted(set(langs.values())):
+        sub = {q: rel for q, rel in qrels.items() if langs.get(q) == lang}
+        per_lang[lang] = {"n": len(sub), **{k: round(v, 4) for k, v in
+                                            evaluate_run(run, sub, ["S@10", "MAP@5", "MRR@10"]).items()}}
+    return {**metrics, "n_queries": len(run),
+            "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2),
+                           "mean_parts": {k: round(statistics.fmean(v), 2) for k, v in parts.items()}},
+            "per_lang": per_lang}
+
+
+def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
+             configs: dict[str, RetrievalConfig], *, mode: str | None = None,
+             use_dates: bool = False, rerankers: dict[str, Any] | None = None,
+             rebuild: bool = False) -> dict[str, Any]:
+    """The JSON the ``evaluate`` command prints."""
+    alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
+    if mode in (None, "both") and dataset.has_pair_kinds:
+        modes = [("mono", Mode.MONO, dataset.qrels["mono"]), ("cross", Mode.CROSS, dataset.qrels["cross"])]
+    else:
+        m = Mode.parse(mode or "auto")
+        modes = [(m.value, m, dataset.qrels["all"])]
+    out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(dataset.qrels["all"]),
+                           "n_factchecks": dataset.n_factchecks, "index": alias,
+                           "embedding_model": embedder.name, "dates": use_dates,
+                           "modes": [name for name, _, _ in modes], "configs": {}}
+    if ingest_stats:
+        out["ingest"] = ingest_stats
+    for name, cfg in configs.items():
+        reranker = (rerankers or {}).get(name)
+        matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker)
+        if cfg.rerank is not None and reranker is None:
+            out["configs"][name] = {"skipped": f"reranker {cfg.rerank.model!r} unavailable"}
+            continue
+        results = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m, use_dates=use_dates)
+                   for mname, m, qrels in modes}
+        if len(results) == 1:
+            out["configs"][name] = next(iter(results.values()))
+        else:
+            out["configs"][name] = results
+    return out

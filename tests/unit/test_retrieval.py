@@ -1,0 +1,48 @@
+"""Named retrieval configurations are data: they load, validate and weigh as documented."""
+import json
+
+import pytest
+
+from plugin.errors import BadInput
+from plugin.retrieval import RetrievalConfig, default_config_name, get_config, load_configs
+
+REQUIRED = {"bm25", "dense", "sieve", "hybrid-rrf", "multiquery"}
+
+
+def test_packaged_configs_load_and_include_the_seed_methods():
+    configs = load_configs()
+    assert REQUIRED <= set(configs)
+    assert default_config_name() in configs
+    for name, cfg in configs.items():
+        assert cfg.name == name
+        assert cfg.retrievers
+
+
+def test_hybrid_rrf_weights_follow_factdebug():
+    cfg = get_config("hybrid-rrf")
+    assert cfg.weights(crosslingual=False) == {"bm25:post": 0.8, "dense:post": 0.2}
+    assert cfg.weights(crosslingual=True) == {"bm25:post": 0.5, "dense:post": 0.5}
+
+
+def test_unknown_config_lists_known_ones():
+    with pytest.raises(BadInput, match="known: .*bm25"):
+        get_config("nope")
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"retrievers": []}, "at least one retriever"),
+    ({"retrievers": [{"kind": "bm25"}, {"kind": "bm25"}]}, "duplicate"),
+    ({"retrievers": [{"kind": "sparse"}]}, "kind"),
+    ({"retrievers": [{"kind": "bm25", "weight": -1}]}, "weight"),
+    ({"retrievers": [{"kind": "bm25"}], "colour": "red"}, "colour"),
+])
+def test_invalid_configs_are_refused(tmp_path, body, message):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"default": "x", "configs": {"x": body}}))
+    with pytest.raises(BadInput, match=message):
+        load_configs(path)
+
+
+def test_retriever_names():
+    cfg = RetrievalConfig.model_validate({"retrievers": [{"kind": "dense", "query": "debunk"}]})
+    assert cfg.retrievers[0].name == "dense:debunk"
