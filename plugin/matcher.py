@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from .embedding import Embedder
 from .errors import BadInput
 from .fuse import hits_from_response, minmax_fuse, rrf_fuse
+from .hybrid import server_plan
 from .lang import detect_language
 from .models import Fused, Mode
 from .normalize import normalize_post
@@ -131,6 +132,8 @@ class Matcher:
             config or settings.retrieval_config)
         self.reranker = reranker
         self._model_checked = False
+        self._plugins: set[str] | None = None
+        self._pipelines: set[str] = set()
 
     def _check_model(self) -> None:
         if not self._model_checked:
@@ -177,13 +180,18 @@ class Matcher:
         t1 = time.perf_counter()
         bodies, weights = self.plan(req, text, lang, cfg)
         t2 = time.perf_counter()
-        responses = self.store.msearch(self.alias, list(bodies.values()))
-        t3 = time.perf_counter()
-        rankings = {name: hits_from_response(resp, name) for name, resp in zip(bodies, responses)}
-        if cfg.fusion is Fusion.RRF:
-            fused = rrf_fuse(rankings, weights, k=cfg.rrf_k)
+        server = self._server_plan(cfg, bodies, weights, max(cfg.candidates, req.k))
+        if server is not None:
+            fused = self._server_fuse(server)
+            t3 = time.perf_counter()
         else:
-            fused = minmax_fuse(rankings, weights)
+            responses = self.store.msearch(self.alias, list(bodies.values()))
+            t3 = time.perf_counter()
+            rankings = {name: hits_from_response(resp, name) for name, resp in zip(bodies, responses)}
+            if cfg.fusion is Fusion.RRF:
+                fused = rrf_fuse(rankings, weights, k=cfg.rrf_k)
+            else:
+                fused = minmax_fuse(rankings, weights)
         mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
         fused = boost(fused, cfg.boosts, lang, self.SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
         t4 = time.perf_counter()
@@ -199,6 +207,24 @@ class Matcher:
                    "rerank_ms": (t5 - t4) * 1e3}
         return MatchResult(lang=lang, matches=matches, took_ms=(t6 - t0) * 1e3, config=cfg.name,
                            timings_ms=timings)
+
+    def _server_plan(self, cfg: RetrievalConfig, bodies: dict[str, Any], weights: dict[str, float],
+                     size: int) -> Any:
+        if not self.settings.server_fusion:
+            return None
+        if self._plugins is None:
+            self._plugins = self.store.plugins()
+        plan, _why = server_plan(cfg, bodies, weights, size=size, plugins=self._plugins)
+        return plan
+
+    def _server_fuse(self, plan: Any) -> list[Fused]:
+        """One hybrid query through its search pipeline (installed once per process)."""
+        if plan.pipeline not in self._pipelines:
+            self.store.put_search_pipeline(plan.pipeline, plan.pipeline_body)
+            self._pipelines.add(plan.pipeline)
+        response = self.store.search(self.alias, plan.body, search_pipeline=plan.pipeline)
+        hits = hits_from_response(response, "hybrid")
+        return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]
 
     def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig
                 ) -> tuple[list[Fused], dict[str, float]]:

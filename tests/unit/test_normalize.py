@@ -13,10 +13,10 @@ NORMALIZE = [
     ("see www.example.com/page?x=1 here", "see here"),
     ("#WW3pic.twitter.com/4Fe9e1rAJE", "WW3"),
     ("unearthed https://t.co/F8pBZx9JLIpic.twitter.com/ENFUiQDifv", "unearthed"),
-    # mentions, glued runs of them, retweets; e-mail addresses are not mentions
-    ("Tried to show @BorisJohnson the picture", "Tried to show the picture"),
-    ("cc: @juliegraceb@mkraju@DailyCaller done", "cc: done"),
-    (".@ChelseaClinton claims", ". claims"),
+    # mentions become words (glued runs too), retweet markers go; e-mail addresses are not mentions
+    ("Tried to show @BorisJohnson the picture", "Tried to show Boris Johnson the picture"),
+    ("cc: @juliegraceb@mkraju@DailyCaller done", "cc: juliegraceb mkraju Daily Caller done"),
+    (".@ChelseaClinton claims", ". Chelsea Clinton claims"),
     ("RT @someone: the claim", "the claim"),
     ("write to press@example.org", "write to press@example.org"),
     # hashtags, CamelCase split, glued hashtags
@@ -34,20 +34,20 @@ NORMALIZE = [
     ("Travis 🇺🇸", "Travis United States"),
     # HTML entities, invisible characters, whitespace
     ("rich &amp; corporations &quot;ok&quot;", 'rich & corporations "ok"'),
-    ("EXCLUSIVE: \u2066@realDonaldTrump\u2069’s letter", "EXCLUSIVE: ’s letter"),
+    ("EXCLUSIVE: \u2066@realDonaldTrump\u2069’s letter", "EXCLUSIVE: real Donald Trump ’s letter"),
     ("  many\n\n  spaces\there  ", "many spaces here"),
     # the embedded-tweet signature, with the rest of the cleaning
     ("Stop congratulating Obama for killing Bin Laden. The Navy Seals killed Bin Laden. #debate "
      "— Donald J. Trump (@realDonaldTrump) October 23, 2012",
-     "Stop congratulating Obama for killing Bin Laden. The Navy Seals killed Bin Laden. debate"),
+     "Stop congratulating Obama for killing Bin Laden. The Navy Seals killed Bin Laden. debate Donald J. Trump real Donald Trump"),
     ("Happening right now at the Trump Tower Hotel in Las Vegas.#KurdsBetrayedByTrump "
      "pic.twitter.com/QbZyOXkiNn — Paul Lidicul (@PaulLidicul) October 9, 2019",
-     "Happening right now at the Trump Tower Hotel in Las Vegas. Kurds Betrayed By Trump"),
+     "Happening right now at the Trump Tower Hotel in Las Vegas. Kurds Betrayed By Trump Paul Lidicul Paul Lidicul"),
     ("I don’t know whether to laugh or cry. #trumppresser "
      "— Travis Allen 🇺🇸 (@TravisAllen02) October 16, 2019",
-     "I don’t know whether to laugh or cry. trumppresser"),
+     "I don’t know whether to laugh or cry. trumppresser Travis Allen United States Travis Allen02"),
     ("Report: arrests https://t.co/iPPXwscjHD &mdash; FOX &amp; friends (@foxandfriends) "
-     "October 30, 2017", "Report: arrests"),
+     "October 30, 2017", "Report: arrests FOX & friends foxandfriends"),
     # a dash in the body is not a signature
     ("he is: — “The King of Israel” — “The Chosen One”", "he is: — “The King of Israel” — “The Chosen One”"),
     ("", ""),

@@ -1,0 +1,166 @@
+"""``factsieve bench``: what matching costs, and how the cost grows with the corpus.
+
+Measures per configuration: single-query latency p50/p95 with its parts (embedding, OpenSearch,
+fusion), sustained queries/s at a given concurrency, ingest docs/s, resident memory. Scaled
+corpora (100k, 1M) are *synthetic*: near-duplicates of the real fact-checks, made from their
+real texts and real embeddings with small perturbations instead of re-encoding (encoding 1M
+texts takes hours on 2 cores). The output says so.
+"""
+from __future__ import annotations
+
+import random
+import resource
+import statistics
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from opensearchpy import helpers
+
+from .embedding import Embedder
+from .evaluate.run import Dataset, _pct, ensure_dataset_index
+from .matcher import Matcher, MatchRequest
+from .models import Mode
+from .retrieval import RetrievalConfig
+from .settings import Settings
+from .store import Store
+from .templates import IndexSpec, current_index, ensure_index
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _opensearch_memory(store: Store) -> dict[str, Any]:
+    stats = store.client.nodes.stats(metric="jvm,process")
+    node = next(iter(stats["nodes"].values()))
+    return {"heap_used_mb": round(node["jvm"]["mem"]["heap_used_in_bytes"] / 2**20, 1),
+            "heap_max_mb": round(node["jvm"]["mem"]["heap_max_in_bytes"] / 2**20, 1),
+            "process_virtual_mb": round(node["process"]["mem"]["total_virtual_in_bytes"] / 2**20, 1)}
+
+
+def perturb(text: str, rnd: random.Random) -> str:
+    """A near-duplicate wording: one word dropped and one pair of neighbours swapped."""
+    words = text.split()
+    if len(words) > 3:
+        del words[rnd.randrange(len(words))]
+        i = rnd.randrange(len(words) - 1)
+        words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+def synthetic_docs(base: list[dict[str, Any]], n: int, *, seed: int = 0,
+                   noise: float = 0.02) -> Iterator[dict[str, Any]]:
+    """``n`` synthetic fact-checks cycling over ``base`` (real documents with embeddings):
+    perturbed text, embedding plus Gaussian noise (σ = ``noise`` per dimension), re-normalised."""
+    rnd = random.Random(seed)
+    gen = np.random.default_rng(seed)
+    for j in range(n):
+        src = base[j % len(base)]
+        vec = np.asarray(src["embedding"], dtype="float32")
+        vec = vec + gen.normal(0.0, noise, size=vec.shape).astype("float32")
+        vec /= np.linalg.norm(vec) or 1.0
+        doc = {k: v for k, v in src.items() if k not in ("embedding", "id")}
+        doc["id"] = f"syn-{j}"
+        doc["claim"] = perturb(src.get("claim", ""), rnd)
+        if doc.get("lang") and doc.get("claim_i18n"):
+            doc["claim_i18n"] = {doc["lang"]: doc["claim"]}
+        doc["source"] = "synthetic"
+        doc["embedding"] = vec.tolist()
+        yield doc
+
+
+def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int,
+                       settings: Settings) -> tuple[str, dict[str, Any] | None]:
+    alias = f"{base_alias}-syn{n}"
+    if current_index(store, alias) is not None and store.count(alias) == n:
+        return alias, None
+    store.delete_index(f"{alias}-v*")
+    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
+    base = [h["_source"] for h in helpers.scan(store.client, index=base_alias,
+                                               query={"query": {"match_all": {}}})]
+    t0 = time.perf_counter()
+    store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
+    actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
+               for d in synthetic_docs(base, n))
+    failed = sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
+    store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
+    store.refresh(alias)
+    secs = time.perf_counter() - t0
+    return alias, {"docs": n, "failed": failed, "seconds": round(secs, 1),
+                   "docs_per_s": round(n / secs, 1), "synthetic": True,
+                   "note": "bulk indexing of precomputed vectors (no embedding)"}
+
+
+def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10) -> dict[str, Any]:
+    took, parts = [], {}
+    for t in texts:
+        t0 = time.perf_counter()
+        r = matcher.match(MatchRequest(text=t, mode=mode, k=k))
+        took.append((time.perf_counter() - t0) * 1e3)
+        for key, ms in r.timings_ms.items():
+            parts.setdefault(key, []).append(ms)
+    return {"p50": round(_pct(took, 0.5), 2), "p95": round(_pct(took, 0.95), 2),
+            "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()}}
+
+
+def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
+               seconds: float) -> dict[str, Any]:
+    """Sustained queries/s with ``concurrency`` threads for about ``seconds`` (bounded)."""
+    deadline = time.perf_counter() + seconds
+    counts, errors = [0] * concurrency, [0] * concurrency
+
+    def worker(i: int) -> None:
+        j = i
+        while time.perf_counter() < deadline:
+            try:
+                matcher.match(MatchRequest(text=texts[j % len(texts)], mode=mode, k=10))
+                counts[i] += 1
+            except Exception:  # a benchmark counts failures instead of stopping
+                errors[i] += 1
+            j += concurrency
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(worker, range(concurrency)))
+    secs = time.perf_counter() - t0
+    return {"concurrency": concurrency, "queries": sum(counts), "errors": sum(errors),
+            "qps": round(sum(counts) / secs, 1)}
+
+
+def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
+          configs: dict[str, RetrievalConfig], *, sizes: list[int], concurrency: int,
+          n_queries: int, seconds: float, mode: Mode = Mode.AUTO) -> dict[str, Any]:
+    alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings)
+    texts = [q["text"] for q in dataset.queries][:n_queries]
+    # warm-up: model session, OpenSearch caches
+    warm = Matcher(store, embedder, settings, alias=alias, config=next(iter(configs.values())))
+    for t in texts[:10]:
+        warm.match(MatchRequest(text=t, mode=mode))
+    t0 = time.perf_counter()
+    embedder.encode_passages([q["text"] for q in dataset.queries[:256]])
+    embed_rate = 256 / (time.perf_counter() - t0)
+    out: dict[str, Any] = {"dataset": str(dataset.path), "embedding_model": embedder.name,
+                           "embed_passages_per_s": round(embed_rate, 1), "corpora": {}}
+    if ingest_stats:
+        out["ingest"] = ingest_stats
+    corpora = [(f"{dataset.name} ({dataset.n_factchecks} real)", alias, None)]
+    for n in sizes:
+        scaled, stats = build_scaled_index(store, embedder, alias, n, settings)
+        corpora.append((f"{n} synthetic near-duplicates", scaled, stats))
+    for label, idx, stats in corpora:
+        entry: dict[str, Any] = {"index": idx, "docs": store.count(idx), "configs": {}}
+        if stats:
+            entry["build"] = stats
+        for name, cfg in configs.items():
+            if cfg.rerank is not None:
+                continue
+            matcher = Matcher(store, embedder, settings, alias=idx, config=cfg)
+            entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode),
+                                      "throughput": throughput(matcher, texts, mode, concurrency, seconds)}
+        entry["opensearch_memory"] = _opensearch_memory(store)
+        out["corpora"][label] = entry
+    out["client_max_rss_mb"] = round(_rss_mb(), 1)
+    return out

@@ -1,0 +1,49 @@
+"""Server-side fusion planning (pure): what fits a hybrid query, and why not."""
+import pytest
+
+from plugin.hybrid import NEURAL_PLUGIN, normalised_weights, server_plan
+from plugin.retrieval import get_config
+
+B = {"_source": ["id"], "query": {"match": {"claim": "x"}}}
+K = {"_source": ["id"], "query": {"knn": {"embedding": {"vector": [1.0], "k": 10}}}}
+
+
+def test_no_plugin_no_plan():
+    plan, why = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins=set())
+    assert plan is None and "neural-search" in why
+
+
+def test_minmax_plan_has_normalised_weights_and_top_level_hybrid():
+    cfg = get_config("factsieve").model_copy(update={"fusion": "minmax"})
+    plan, why = server_plan(cfg, {"a": B, "b": K}, {"a": 0.9, "b": 2.1}, size=10, plugins={NEURAL_PLUGIN})
+    assert why == "fits"
+    assert plan.body["query"] == {"hybrid": {"queries": [B["query"], K["query"]]}}
+    proc = plan.pipeline_body["phase_results_processors"][0]["normalization-processor"]
+    assert proc["combination"]["parameters"]["weights"] == [0.3, 0.7]
+    assert plan.pipeline.startswith("factsieve-factsieve-")
+
+
+def test_weighted_rrf_does_not_fit_2_19():
+    plan, why = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.8, "b": 0.2}, size=10,
+                            plugins={NEURAL_PLUGIN})
+    assert plan is None and "weights" in why
+
+
+def test_equal_weight_rrf_fits():
+    plan, _ = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.5, "b": 0.5}, size=10,
+                          plugins={NEURAL_PLUGIN})
+    assert plan.pipeline_body["phase_results_processors"][0]["score-ranker-processor"]["combination"] == {
+        "technique": "rrf", "rank_constant": 60}
+
+
+def test_more_than_five_subqueries_do_not_fit():
+    bodies = {str(i): B for i in range(6)}
+    plan, why = server_plan(get_config("factsieve"), bodies, {str(i): 1 for i in range(6)}, size=10,
+                            plugins={NEURAL_PLUGIN})
+    assert plan is None and "at most 5" in why
+
+
+def test_normalised_weights():
+    assert normalised_weights([1, 3]) == [0.25, 0.75]
+    with pytest.raises(ValueError):
+        normalised_weights([0, 0])
