@@ -23,16 +23,6 @@ from .settings import Settings
 
 log = logging.getLogger("factsieve")
 
-SAMPLE_POSTS = [
-    {"text": "Over 100 prisoners released from Guantanamo by Obama have gone back to terrorism "
-             "and are fighting us again.", "note": "English tweet-like post"},
-    {"text": "Productora de vacunas Merck ha desistido de seguir desarrollando dos vacunas para el "
-             "coronavirus anunciando que es más efectivo la recuperación natural",
-     "note": "Spanish post; its fact-checks are in English"},
-    {"text": "코로나백신 접종은 인류에 대한 천인공노할 유전자변형 생체실험입니다",
-     "note": "Korean post; its fact-check is in English"},
-]
-
 
 def _dump(obj: Any) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
@@ -152,9 +142,13 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from .matcher import Matcher, MatchRequest
 
     matcher = Matcher(store, embedder, settings)
-    for post in SAMPLE_POSTS:
+    posts = [json.loads(line) for line in (args.samples / "demo_posts.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    for post in posts:
         result = matcher.match(MatchRequest(text=post["text"], k=args.k))
-        _print_matches(result, header=f"\n{post['note']}:\n  \"{post['text']}\"")
+        _print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
+        found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
+        print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
     return 0
 
 
@@ -249,6 +243,26 @@ def cmd_evaluate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from .bench import bench
+    from .evaluate.run import load_dataset
+    from .models import Mode
+    from .retrieval import load_configs
+
+    dataset_path = args.dataset or DEFAULT_DATASET
+    if not dataset_path.exists():
+        raise BadInput(f"dataset folder {str(dataset_path)!r} not found: pass --dataset DIR")
+    configs = load_configs(args.configs_file)
+    if args.config:
+        configs = {c: configs[c] for c in args.config.split(",") if c in configs}
+    sizes = [int(x) for x in args.docs.split(",")] if args.docs else []
+    result = bench(_store(settings), _embedder(settings), settings, load_dataset(dataset_path), configs,
+                   sizes=sizes, concurrency=args.concurrency, n_queries=args.queries,
+                   seconds=args.seconds, mode=Mode.parse(args.mode))
+    _dump(result)
+    return 0
+
+
 def cmd_configs(args: argparse.Namespace, settings: Settings) -> int:
     from .retrieval import default_config_name, load_configs
 
@@ -266,6 +280,54 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         status["plugins"] = sorted(store.plugins())
     _dump(status)
     return 0 if status["opensearch"] else 6
+
+
+# -- HTTP API, workers, API keys -----------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from api.server import serve
+
+    serve(settings, host=args.host, port=args.port, workers=args.workers, threads=args.threads,
+          timeout=args.timeout, access_log=args.access_log)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.app import QUEUES, create_celery
+
+    queues = args.queues or ",".join(QUEUES)
+    argv = ["worker", f"--queues={queues}", f"--loglevel={args.loglevel}",
+            f"--concurrency={args.concurrency or settings.worker_concurrency}",
+            f"--pool={args.pool}", "--without-gossip", "--without-mingle"]
+    if args.hostname:
+        argv.append(f"--hostname={args.hostname}")
+    create_celery(settings).worker_main(argv)
+    return 0
+
+
+def _keys(settings: Settings):
+    from .keys import KeyStore
+    from .kv import KV
+
+    return KeyStore(KV(settings), settings)
+
+
+def cmd_keys_create(args: argparse.Namespace, settings: Settings) -> int:
+    from .keys import Scope
+
+    record, key = _keys(settings).create(args.name, Scope.parse(args.scope))
+    _dump({"id": record.id, "key": key, "name": record.name, "scope": record.scope.value})
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace, settings: Settings) -> int:
+    _dump(_keys(settings).list())
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    _keys(settings).revoke(args.id)
+    _dump({"revoked": args.id})
+    return 0
 
 
 # -- parser -------------------------------------------------------------------------------------
@@ -306,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("demo", cmd_demo, "load the bundled sample corpus and print matches for sample posts")
     sp.add_argument("--samples", type=Path, default=Path("samples"))
-    sp.add_argument("-k", type=int, default=3)
+    sp.add_argument("-k", type=int, default=5)
 
     model = sub.add_parser("model", help="embedding model commands").add_subparsers(
         dest="model_command", required=True, metavar="COMMAND")
@@ -333,10 +395,46 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="print JSON (the default)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
 
+    sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration without a reranker)")
+    sp.add_argument("--configs-file", type=Path)
+    sp.add_argument("--docs", help="scaled synthetic corpus sizes, e.g. 100000,1000000")
+    sp.add_argument("--concurrency", type=int, default=2)
+    sp.add_argument("--queries", type=int, default=200, help="queries for the latency run")
+    sp.add_argument("--seconds", type=float, default=20.0, help="duration of the throughput run")
+    sp.add_argument("--mode", default="auto")
+    sp.add_argument("--json", action="store_true", help="print JSON (the default)")
+
     sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
     sp.add_argument("--configs-file", type=Path)
 
     add("status", cmd_status, "check that OpenSearch is reachable and list its plugins")
+
+    sp = add("serve", cmd_serve, "run the HTTP API under gunicorn")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    sp.add_argument("--threads", type=int, default=1, help="threads per worker (gthread when > 1)")
+    sp.add_argument("--timeout", type=int, default=60, help="seconds before a stuck worker is restarted")
+    sp.add_argument("--access-log", action="store_true", help="log every request to stderr")
+
+    sp = add("worker", cmd_worker, "run a Celery worker for the job queues")
+    sp.add_argument("--queues", help="comma-separated (default: match,rerank,verify,ingest,webhooks)")
+    sp.add_argument("--concurrency", type=int, help="processes (default FACTSIEVE_WORKER_CONCURRENCY)")
+    sp.add_argument("--pool", default="prefork", choices=["prefork", "solo", "threads"],
+                    help="prefork enforces time limits; solo is one process, for tests")
+    sp.add_argument("--loglevel", default="INFO")
+    sp.add_argument("--hostname", help="Celery node name, e.g. w1@%%h")
+
+    keys = sub.add_parser("keys", help="API keys").add_subparsers(
+        dest="keys_command", required=True, metavar="COMMAND")
+    sp = add("create", cmd_keys_create, "create an API key and print it once (stored hashed)", keys)
+    sp.add_argument("--name", required=True, help="who or what uses the key")
+    sp.add_argument("--scope", default="write", help="read (GET, match, verify, rerank) or write (everything)")
+    add("list", cmd_keys_list, "list API keys (ids and names, never the keys)", keys)
+    sp = add("revoke", cmd_keys_revoke, "revoke an API key by id", keys)
+    sp.add_argument("id")
     return p
 
 

@@ -77,3 +77,54 @@ def test_status(capsys):
     status = json.loads(out)
     assert code == 0 and status["opensearch"] is True
     assert "opensearch-knn" in status["plugins"]
+
+
+@pytest.fixture
+def dataset_copy(tmp_path, store):
+    """The MultiClaim sample under a unique name, so its evaluation index is this test's own."""
+    import shutil
+    import uuid
+
+    path = tmp_path / f"mc-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(SAMPLES / "multiclaim", path)
+    yield path
+    store.delete_index(f"eval-{path.name}-*")
+
+
+def test_evaluate_reports_every_config_per_mode(capsys, embedder, dataset_copy):
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25,dense")
+    assert code == 0
+    result = json.loads(out)
+    assert result["n_queries"] == 35 and result["modes"] == ["mono", "cross"]
+    for name in ("bm25", "dense"):
+        for mode in ("mono", "cross"):
+            m = result["configs"][name][mode]
+            assert set(m) >= {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100", "latency_ms", "per_lang"}
+            assert 0 <= m["S@10"] <= 1 and m["latency_ms"]["p50"] > 0
+    # crosslingual pairs: dense matching must find most of them, BM25 cannot
+    assert result["configs"]["dense"]["cross"]["S@10"] > result["configs"]["bm25"]["cross"]["S@10"]
+
+
+def test_evaluate_unknown_config_and_missing_dataset(capsys, tmp_path):
+    code, _, err = run(capsys, "evaluate", "--dataset", str(SAMPLES / "multiclaim"), "--config", "nope")
+    assert code == 2 and "unknown configuration" in err
+    code, _, err = run(capsys, "evaluate", "--dataset", str(tmp_path))
+    assert code == 2 and "factchecks.jsonl" in err
+
+
+def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
+    code, out, _ = run(capsys, "bench", "--dataset", str(dataset_copy), "--config", "dense",
+                       "--docs", "120", "--queries", "5", "--seconds", "0.5", "--concurrency", "2")
+    assert code == 0
+    result = json.loads(out)
+    corpora = list(result["corpora"].values())
+    assert len(corpora) == 2 and corpora[1]["docs"] == 120 and corpora[1]["build"]["synthetic"] is True
+    for c in corpora:
+        d = c["configs"]["dense"]
+        assert d["latency_ms"]["p50"] > 0 and d["throughput"]["errors"] == 0
+
+
+def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
+    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10")
+    assert code == 0
+    assert out.count("known fact-check: found at rank") == 3, out
