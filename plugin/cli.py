@@ -263,6 +263,18 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_train_reranker(args: argparse.Namespace, settings: Settings) -> int:
+    from .train_reranker import train_reranker
+
+    if not args.dataset.exists():
+        raise BadInput(f"dataset folder {str(args.dataset)!r} not found")
+    _dump(train_reranker(settings, args.dataset, args.out, epochs=args.epochs, negatives=args.negatives,
+                         max_length=args.max_length, batch_size=args.batch_size, lr=args.lr,
+                         seed=args.seed, loss=args.loss, threads=args.threads,
+                         train_layers=args.train_layers or None))
+    return 0
+
+
 def cmd_configs(args: argparse.Namespace, settings: Settings) -> int:
     from .retrieval import default_config_name, load_configs
 
@@ -405,6 +417,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seconds", type=float, default=20.0, help="duration of the throughput run")
     sp.add_argument("--mode", default="auto")
     sp.add_argument("--json", action="store_true", help="print JSON (the default)")
+
+    sp = add("train-reranker", cmd_train_reranker,
+             "fine-tune a cross-encoder reranker on a dataset's training queries (needs factsieve[train])")
+    sp.add_argument("--dataset", type=Path, required=True, help="dataset folder (queries with split == train are used)")
+    sp.add_argument("--out", required=True, help="NAME (under the model cache's rerankers/) or a folder")
+    sp.add_argument("--epochs", type=int, default=2)
+    sp.add_argument("--negatives", type=int, default=7, help="hard negatives per positive")
+    sp.add_argument("--max-length", type=int, default=160, help="tokens per (query, passage) pair")
+    sp.add_argument("--batch-size", type=int, default=16, help="pairs per step (whole groups)")
+    sp.add_argument("--lr", type=float, default=3e-5)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--loss", default="listwise", help="listwise (softmax over each group) or bce")
+    sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
+    sp.add_argument("--train-layers", type=int, default=4,
+                    help="fine-tune only the top N encoder layers (0: all); the pooler and classifier always")
 
     sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
     sp.add_argument("--configs-file", type=Path)

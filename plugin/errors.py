@@ -63,3 +63,28 @@ class BackendError(FactSieveError):
     """OpenSearch answered, but with an error we did not expect."""
 
     status, exit_code, title = 502, 7, "Backend error"
+
+
+# -- raised at the HTTP edge (API keys, rate limits, idempotency) -------------------------------
+class InvalidRequest(BadInput):
+    """A request body that fails its schema; ``errors`` names each offending field."""
+
+    status, title = 422, "Invalid request"
+
+
+class Conflict(FactSieveError):
+    """The request contradicts what an earlier one established (e.g. a reused post id)."""
+
+    status, exit_code, title = 409, 2, "Conflict"
+
+
+class Unauthorized(FactSieveError):
+    status, exit_code, title = 401, 8, "Unauthorized"
+
+
+class Forbidden(FactSieveError):
+    status, exit_code, title = 403, 8, "Forbidden"
+
+
+class RateLimited(FactSieveError):
+    status, exit_code, title = 429, 8, "Too many requests"

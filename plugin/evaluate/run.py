@@ -144,18 +144,43 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
             "per_lang": per_lang}
 
 
+def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
+                     dataset: Dataset) -> set[str]:
+    """Query ids a trained reranker of these configurations saw for this dataset: every
+    configuration is then scored on the other queries only, so the comparison stays fair."""
+    from ..rerank import read_manifest, resolve_reranker_path
+
+    seen: set[str] = set()
+    for cfg in configs.values():
+        if cfg.rerank is None:
+            continue
+        folder = resolve_reranker_path(cfg.rerank.model, settings)
+        manifest = read_manifest(folder) if folder else {}
+        if manifest.get("dataset_name") == dataset.name:
+            seen |= {str(q) for q in manifest.get("training_query_ids", [])}
+    return seen
+
+
 def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
              rebuild: bool = False) -> dict[str, Any]:
     """The JSON the ``evaluate`` command prints."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
+    excluded = training_queries({n: c for n, c in configs.items() if n in (rerankers or {})},
+                                settings, dataset)
+
+    def keep(qrels: dict[str, set[str]]) -> dict[str, set[str]]:
+        return {q: rel for q, rel in qrels.items() if q not in excluded}
+
     if mode in (None, "both") and dataset.has_pair_kinds:
-        modes = [("mono", Mode.MONO, dataset.qrels["mono"]), ("cross", Mode.CROSS, dataset.qrels["cross"])]
+        modes = [("mono", Mode.MONO, keep(dataset.qrels["mono"])),
+                 ("cross", Mode.CROSS, keep(dataset.qrels["cross"]))]
     else:
         m = Mode.parse(mode or "auto")
-        modes = [(m.value, m, dataset.qrels["all"])]
-    out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(dataset.qrels["all"]),
+        modes = [(m.value, m, keep(dataset.qrels["all"]))]
+    out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(keep(dataset.qrels["all"])),
+                           "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
                            "n_factchecks": dataset.n_factchecks, "index": alias,
                            "embedding_model": embedder.name, "dates": use_dates,
                            "modes": [name for name, _, _ in modes], "configs": {}}

@@ -1,0 +1,93 @@
+"""The FactSieve HTTP API: ``create_app(settings)`` builds a Flask app around one ``Services``.
+
+Errors have one shape, ``application/problem+json``, produced here in one place: FactSieve's own
+errors carry their status (and ``Retry-After``), werkzeug's HTTP errors (404, 405, 413 …) are
+converted, and anything unexpected is logged and answered with a bare 500, never a traceback
+or an HTML page.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, g
+from werkzeug.exceptions import HTTPException
+
+from plugin.errors import FactSieveError
+from plugin.services import Services
+from plugin.settings import Settings
+
+from .problems import error_response, problem, problem_response
+
+log = logging.getLogger("factsieve.api")
+
+
+def create_app(settings: Settings | None = None, *, services: Services | None = None,
+               celery: Any = None) -> Flask:
+    from workers.app import create_celery
+
+    from .routes import api, bp
+
+    settings = settings or Settings()
+    services = services or Services(settings)
+    app = Flask("api")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+    app.extensions["factsieve"] = services
+    app.extensions["factsieve.celery"] = celery or create_celery(settings, services)
+    spec = api.spec(title="FactSieve API", version=_version(),
+                    description="Claim matching against previously published fact-checks, "
+                                "verification jobs and signed webhooks. Errors are "
+                                "application/problem+json.")
+    app.extensions["factsieve.openapi"] = document_config_names(spec)
+    app.register_blueprint(bp)
+    app.register_error_handler(FactSieveError, error_response)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)
+    app.after_request(_rate_limit_headers)
+    return app
+
+
+def document_config_names(spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``config`` fields accept the deployment's named configurations: say which."""
+    from plugin.retrieval import load_configs
+
+    names = sorted(load_configs())
+    for model in ("MatchIn", "VerifyIn", "RerankIn"):
+        prop = spec["components"]["schemas"][model]["properties"]["config"]
+        prop["anyOf"] = [{"type": "string", "enum": names}, {"type": "null"}]
+    return spec
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("factsieve")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _http_error(exc: HTTPException) -> Response:
+    code = exc.code or 500
+    headers = {}
+    if code == 405:
+        allow = dict(exc.get_headers()).get("Allow")
+        if allow:
+            headers["Allow"] = allow
+    return problem_response(problem(code, exc.name, exc.description or exc.name), headers)
+
+
+def _unexpected(exc: Exception) -> Response:
+    log.exception("unhandled error")
+    return problem_response(problem(500, "Internal error",
+                                    "the request failed unexpectedly; the server log has details"))
+
+
+def _rate_limit_headers(resp: Response) -> Response:
+    rate = g.get("rate_limit")
+    if rate is not None:
+        limit, remaining, reset = rate
+        resp.headers["RateLimit-Limit"] = str(limit)
+        resp.headers["RateLimit-Remaining"] = str(max(0, remaining))
+        resp.headers["RateLimit-Reset"] = str(reset)
+    return resp

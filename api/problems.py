@@ -1,0 +1,31 @@
+"""Problem responses (RFC 9457, ``application/problem+json``): the only error shape the API has."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Response
+
+from plugin.errors import FactSieveError, Unauthorized
+
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    resp = Response(json.dumps(body, ensure_ascii=False), status=body["status"], mimetype=PROBLEM_JSON)
+    for name, value in (headers or {}).items():
+        resp.headers[name] = value
+    return resp
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+
+
+def error_response(exc: FactSieveError) -> Response:
+    headers = {}
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(int(exc.retry_after))
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="factsieve"'
+    return problem_response(exc.to_problem(), headers)

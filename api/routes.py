@@ -1,0 +1,429 @@
+"""The API's routes. Each is declared once with ``route`` (which also documents it in the
+OpenAPI spec), authenticates with the key's scope and rate limit, validates its body with a
+pydantic model, calls ``plugin`` and answers JSON. Slow work goes to the workers as a job.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, request
+from pydantic import BaseModel, ValidationError
+from werkzeug.exceptions import UnsupportedMediaType
+
+from plugin.errors import BackendUnavailable, BadInput, Conflict, FactSieveError, Forbidden, InvalidRequest
+from plugin.ingest import Format, ingest, parse_bytes, validation_reason
+from plugin.jobs import JobKind, JobStatus
+from plugin.keys import Scope
+from plugin.matcher import MatchRequest
+from plugin.services import Services
+
+from . import schemas as s
+from .openapi import Api, Operation
+from .problems import problem, problem_response
+
+bp = Blueprint("api", __name__)
+api = Api()
+
+#: Content types ``POST /v1/fact-checks`` reads, and the format each implies.
+INGEST_TYPES = {"application/json": Format.auto, "application/ld+json": Format.claimreview,
+                "application/x-ndjson": Format.jsonl, "application/jsonl": Format.jsonl,
+                "application/jsonlines": Format.jsonl, "text/csv": Format.csv}
+
+
+def services() -> Services:
+    return current_app.extensions["factsieve"]  # type: ignore[no-any-return]
+
+
+# -- plumbing ------------------------------------------------------------------------------------
+def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None = Scope.READ,
+          status: int = 200, response: type[BaseModel] | None = None,
+          body: type[BaseModel] | None = None, raw_body: dict[str, Any] | None = None,
+          query: list[dict[str, Any]] | None = None, errors: tuple[int, ...] = (),
+          also: dict[int, type[BaseModel]] | None = None, description: str = "") -> Callable:
+    def deco(fn: Callable[..., Response]) -> Callable[..., Response]:
+        api.add(Operation(method=method, rule=rule, endpoint=fn.__name__, summary=summary,
+                          scope=scope, status=status, response=response, body=body,
+                          raw_body=raw_body, query=query or [], errors=errors, also=also or {},
+                          tag=tag, description=description))
+
+        @functools.wraps(fn)
+        def view(**kwargs: Any) -> Response:
+            if scope is not None:
+                _authorize(scope)
+            if body is not None:
+                kwargs["body"] = read_json(body)
+            return fn(**kwargs)
+
+        bp.add_url_rule(rule, endpoint=fn.__name__, view_func=view, methods=[method],
+                        strict_slashes=False)
+        return view
+
+    return deco
+
+
+def _authorize(needed: Scope) -> None:
+    svc = services()
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    key = svc.keys.authenticate(token.strip() if scheme.lower() == "bearer" else None)
+    remaining, reset = svc.keys.hit(key.id)
+    g.rate_limit = (svc.keys.limit, remaining, reset)
+    if not key.scope.allows(needed):
+        raise Forbidden(f"API key {key.id} has scope {key.scope.value!r}; this route needs "
+                        f"{needed.value!r}")
+    g.api_key = key
+
+
+def _is_json(mimetype: str) -> bool:
+    return mimetype == "application/json" or (mimetype.startswith("application/")
+                                              and mimetype.endswith("+json"))
+
+
+def read_json(model: type[BaseModel]) -> BaseModel:
+    request.max_content_length = services().settings.max_json_bytes
+    if not _is_json(request.mimetype):
+        raise UnsupportedMediaType(f"send the body as application/json, not "
+                                   f"{request.mimetype or 'no content type'!r}")
+    raw = request.get_data(cache=True)
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        errs = exc.errors(include_url=False, include_context=False)
+        if any(e["type"] == "json_invalid" for e in errs):
+            raise BadInput(f"the body is not valid JSON: {errs[0]['msg']}") from None
+        fields = [{"field": ".".join(str(p) for p in e["loc"]) or "(body)",
+                   "message": e["msg"].removeprefix("Value error, "), "type": e["type"]}
+                  for e in errs]
+        detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+        raise InvalidRequest(f"invalid request body: {detail}", errors=fields) from None
+
+
+def reply(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    resp = Response(model.model_dump_json(), status=status, mimetype="application/json")
+    for name, value in (headers or {}).items():
+        resp.headers[name] = value
+    return resp
+
+
+def no_content() -> Response:
+    return Response(status=204)
+
+
+def enqueue(kind: JobKind, job_id: str) -> None:
+    """Send the job's task; if the broker is down, record the job as failed and answer 503."""
+    from kombu.exceptions import OperationalError
+
+    from workers.app import TASKS
+
+    try:
+        current_app.extensions["factsieve.celery"].send_task(TASKS[kind], args=[job_id], task_id=job_id)
+    except (OperationalError, ConnectionError, OSError) as exc:
+        err = BackendUnavailable(f"the job queue (Redis at {services().kv.url}) is not reachable")
+        try:
+            services().jobs.fail(job_id, err.to_problem())
+        except FactSieveError:
+            pass  # Redis is down too: the queued record expires on its own
+        raise err from exc
+
+
+def job_url(job_id: str) -> str:
+    return f"/v1/jobs/{job_id}"
+
+
+def accepted(job: dict[str, Any]) -> Response:
+    url = job_url(job["id"])
+    return reply(s.JobAccepted(job_id=job["id"], status=job["status"], status_url=url), 202,
+                 {"Location": url})
+
+
+def job_out(job: dict[str, Any]) -> s.JobOut:
+    return s.JobOut.model_validate({k: v for k, v in job.items() if k != "input"})
+
+
+# -- health ----------------------------------------------------------------------------------------
+@route("GET", "/healthz", summary="The process is up", tag="health", scope=None, response=s.Health)
+def healthz() -> Response:
+    return reply(s.Health(status="ok"))
+
+
+@route("GET", "/readyz", summary="OpenSearch, Redis and the embedding model are reachable",
+       tag="health", scope=None, response=s.Ready, errors=(503,))
+def readyz() -> Response:
+    svc = services()
+    checks = {"opensearch": svc.store.ping(), "redis": svc.kv.ping()}
+    try:
+        svc.embedder  # noqa: B018 - loads the model once per process
+        checks["model"] = True
+    except FactSieveError:
+        checks["model"] = False
+    if all(checks.values()):
+        return reply(s.Ready(status="ready", checks=checks))
+    down = ", ".join(name for name, ok in checks.items() if not ok)
+    return problem_response(problem(503, "Not ready", f"not reachable: {down}", checks=checks),
+                            {"Retry-After": "5"})
+
+
+@route("GET", "/openapi.json", summary="This API's OpenAPI 3.1 document", tag="health", scope=None)
+def openapi() -> Response:
+    return Response(json.dumps(current_app.extensions["factsieve.openapi"]), mimetype="application/json")
+
+
+# -- matching -----------------------------------------------------------------------------------
+@route("POST", "/v1/match", summary="Fact-checks that address a post or claim (synchronous)",
+       tag="match", body=s.MatchIn, response=s.MatchOut, errors=(404, 409, 502),
+       description="Hybrid BM25 + kNN retrieval fused with weighted RRF. No LLM runs; a "
+                   "cross-encoder runs only with `rerank` and a configuration that has one.")
+def match(body: s.MatchIn) -> Response:
+    matcher, reranked = services().matcher(body.config, rerank=body.rerank)
+    result = matcher.match(MatchRequest(
+        text=body.text, lang=body.lang, date=body.date, mode=body.mode, k=body.k,
+        within_days=body.within_days, allow=tuple(body.allow), deny=tuple(body.deny)))
+    notes = []
+    if body.rerank and not reranked:
+        notes.append(f"no reranker is configured for configuration {result.config!r}: "
+                     "the matches are in fused (first-stage) order")
+    return reply(s.MatchOut.model_validate({**result.to_dict(), "reranked": reranked, "notes": notes}))
+
+
+# -- fact-checks --------------------------------------------------------------------------------
+_INGEST_BODY = {"required": True, "content": {
+    "application/json": {"schema": {"oneOf": [
+        {"type": "array", "items": {"$model": s.FactCheckItem}, "minItems": 1, "maxItems": 100000},
+        {"$model": s.ClaimReviewIn}]}},
+    "application/ld+json": {"schema": {"$model": s.ClaimReviewIn}},
+    "application/x-ndjson": {"schema": {"type": "string",
+                                        "description": "one fact-check JSON object per line"}},
+}}
+_INGEST_QUERY = [
+    {"name": "format", "in": "query", "required": False,
+     "schema": {"type": "string", "enum": [f.value for f in Format]},
+     "description": "overrides the format the content type implies"},
+    {"name": "async", "in": "query", "required": False, "schema": {"type": "boolean"},
+     "description": "always run as a job (bodies over the sync limit always do)"},
+]
+
+
+def _flag(name: str) -> bool:
+    value = request.args.get(name, "false").strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no", ""):
+        raise BadInput(f"query parameter {name} must be true or false, got {value!r}")
+    return value in ("true", "1", "yes")
+
+
+def check_shape(text: str, fmt: Format) -> None:
+    """Refuse a body that cannot hold records before it is queued: a JSON body must be an array
+    or an object, a JSON Lines body must start with an object."""
+    if fmt in (Format.auto, Format.json, Format.claimreview):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            if fmt is Format.auto:  # JSON Lines sent as application/json: judged line by line
+                return check_shape(text, Format.jsonl)
+            raise BadInput(f"the body is not valid JSON (read as {fmt.value})") from None
+        if not isinstance(doc, (list, dict)):
+            raise InvalidRequest("the body must be a JSON array of fact-checks or a ClaimReview object, "
+                                 f"not a JSON {type(doc).__name__}")
+    elif fmt is Format.jsonl:
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        try:
+            ok = isinstance(json.loads(first), dict)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InvalidRequest("a JSON Lines body must have one JSON object per line; the first is not one")
+
+
+def check_any_valid(data: bytes, fmt: Format) -> None:
+    """Before queueing a body, make sure at least one record in it is valid (stops at the first),
+    so a wholly bad upload is a 422 now rather than a job that rejects everything later."""
+    from plugin.models import FactCheck
+
+    errors: list[dict[str, str]] = []
+    for raw in parse_bytes(data, fmt, "body"):
+        if raw.error is None and raw.data is not None:
+            try:
+                FactCheck.model_validate(raw.data)
+                return
+            except ValidationError as exc:
+                errors.append({"field": raw.ref, "message": validation_reason(exc), "type": "record"})
+        else:
+            errors.append({"field": raw.ref, "message": raw.error or "empty record", "type": "record"})
+    if not errors:
+        raise InvalidRequest(f"the body holds no fact-check records (read as {fmt.value})")
+    raise InvalidRequest(f"no fact-check in the body is valid ({len(errors)} rejected)", errors=errors[:1000])
+
+
+@route("POST", "/v1/fact-checks", summary="Ingest fact-checks: JSON array, JSON Lines or ClaimReview",
+       tag="fact-checks", scope=Scope.WRITE, raw_body=_INGEST_BODY, query=_INGEST_QUERY,
+       response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
+       description="Bodies up to the sync limit are ingested in the request and answered with the "
+                   "per-record report (422 when no record was accepted); larger ones become a job.")
+def ingest_factchecks() -> Response:
+    svc = services()
+    request.max_content_length = svc.settings.max_request_bytes
+    fmt_param = request.args.get("format")
+    run_async = _flag("async")
+    if fmt_param:
+        fmt = Format.parse(fmt_param)
+    elif request.mimetype in INGEST_TYPES:
+        fmt = INGEST_TYPES[request.mimetype]
+    else:
+        raise UnsupportedMediaType(f"send fact-checks as one of {', '.join(INGEST_TYPES)}, "
+                                   f"not {request.mimetype or 'no content type'!r}")
+    data = request.get_data(cache=False)
+    if not data.strip():
+        raise BadInput("the body is empty: send a JSON array, JSON Lines or ClaimReview JSON-LD")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"the body is not UTF-8 text (byte {exc.start})") from None
+    check_shape(text, fmt)
+    if run_async or len(data) > svc.settings.sync_ingest_max_bytes:
+        check_any_valid(data, fmt)
+        job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
+                                                  "bytes": len(data)}, body=text)
+        enqueue(JobKind.INGEST, job["id"])
+        return accepted(job)
+    svc.ensure_factcheck_index()
+    report = ingest(parse_bytes(data, fmt, "body"), store=svc.store, embedder=svc.embedder,
+                    index=svc.settings.index, batch_size=svc.settings.embedding_batch_size,
+                    seed=svc.settings.langdetect_seed)
+    if not (report.indexed or report.updated or report.rejected):
+        raise InvalidRequest(f"the body holds no fact-check records (read as {fmt.value})")
+    if report.rejected and not (report.indexed or report.updated):
+        raise InvalidRequest(f"no fact-check in the body was accepted ({report.rejected} rejected)",
+                             errors=[{"field": r["record"], "message": r["reason"], "type": "record"}
+                                     for r in report.rejects])
+    return reply(s.IngestReport.model_validate(report.to_dict()))
+
+
+@route("GET", "/v1/fact-checks/<path:fact_check_id>", summary="One stored fact-check",
+       tag="fact-checks", response=s.FactCheckOut, errors=(502,))
+def get_factcheck(fact_check_id: str) -> Response:
+    svc = services()
+    return reply(s.FactCheckOut.model_validate(svc.store.get(svc.settings.index, fact_check_id)))
+
+
+@route("DELETE", "/v1/fact-checks/<path:fact_check_id>", summary="Delete a fact-check",
+       tag="fact-checks", scope=Scope.WRITE, status=204, errors=(502,))
+def delete_factcheck(fact_check_id: str) -> Response:
+    svc = services()
+    svc.store.delete(svc.settings.index, fact_check_id)
+    return no_content()
+
+
+# -- posts and jobs ---------------------------------------------------------------------------------
+def post_job_id(post_id: str) -> str:
+    """Deterministic, so resubmitting a post finds its job instead of making another."""
+    return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
+
+
+def fingerprint(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@route("POST", "/v1/posts", summary="Submit a post: a worker matches it and notifies webhooks",
+       tag="posts", scope=Scope.WRITE, body=s.PostIn, status=202, response=s.PostAccepted,
+       errors=(409,),
+       description="Idempotent on the post id: resubmitting the same post returns its job "
+                   "(duplicate: true); the same id with different content is a 409.")
+def submit_post(body: s.PostIn) -> Response:
+    svc = services()
+    post = body.model_dump(mode="json", exclude_none=True)
+    fp = fingerprint(post)
+    job, created = svc.jobs.create(JobKind.POST, {"post": post, "fingerprint": fp},
+                                   job_id=post_job_id(body.id), ref=body.id)
+    if not created and job.get("input", {}).get("fingerprint") != fp:
+        raise Conflict(f"post id {body.id!r} was already submitted with different content; "
+                       "use a new id for a new post")
+    if created or job["status"] == JobStatus.QUEUED.value:
+        enqueue(JobKind.POST, job["id"])
+    url = job_url(job["id"])
+    return reply(s.PostAccepted(post_id=body.id, job_id=job["id"], status=job["status"],
+                                status_url=url, duplicate=not created), 202, {"Location": url})
+
+
+@route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job and match result",
+       tag="posts", response=s.JobOut)
+def get_post(post_id: str) -> Response:
+    return reply(job_out(services().jobs.get(post_job_id(post_id))))
+
+
+@route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,
+       status=202, response=s.JobAccepted,
+       description="For now only the previously-fact-checked stage runs: the verdict is the best "
+                   "matching fact-check's published rating, cited; the result says so in `stage`.")
+def verify(body: s.VerifyIn) -> Response:
+    services().config(body.config)  # an unknown configuration is a 400 now, not a failed job
+    job, _ = services().jobs.create(JobKind.VERIFY, body.model_dump(mode="json", exclude_none=True))
+    enqueue(JobKind.VERIFY, job["id"])
+    return accepted(job)
+
+
+@route("POST", "/v1/rerank", summary="Match and rerank with a cross-encoder (a job)", tag="jobs",
+       body=s.RerankIn, status=202, response=s.JobAccepted,
+       description="Without a configured reranker the result is the fused order and says so.")
+def rerank(body: s.RerankIn) -> Response:
+    services().config(body.config)
+    job, _ = services().jobs.create(JobKind.RERANK, body.model_dump(mode="json", exclude_none=True))
+    enqueue(JobKind.RERANK, job["id"])
+    return accepted(job)
+
+
+@route("GET", "/v1/jobs/<job_id>", summary="A job's status and, once finished, its result or error",
+       tag="jobs", response=s.JobOut)
+def get_job(job_id: str) -> Response:
+    return reply(job_out(services().jobs.get(job_id)))
+
+
+# -- webhooks -------------------------------------------------------------------------------------
+@route("POST", "/v1/webhooks", summary="Subscribe a URL to events", tag="webhooks",
+       scope=Scope.WRITE, body=s.WebhookIn, status=201, response=s.WebhookCreated,
+       description="Deliveries are signed: X-FactSieve-Signature: sha256=HMAC-SHA256(secret, "
+                   "'<X-FactSieve-Timestamp>.<raw body>'). The secret is returned only here.")
+def create_webhook(body: s.WebhookIn) -> Response:
+    try:
+        sub = services().webhooks.create(body.url, body.events, body.languages, body.min_score,
+                                         body.secret)
+    except BadInput as exc:
+        if isinstance(exc, InvalidRequest):
+            raise
+        raise InvalidRequest(exc.detail, errors=[{"field": "url", "message": exc.detail,
+                                                  "type": "url_refused"}]) from None
+    return reply(s.WebhookCreated.model_validate(sub), 201, {"Location": f"/v1/webhooks/{sub['id']}"})
+
+
+@route("GET", "/v1/webhooks", summary="All webhook subscriptions", tag="webhooks",
+       response=s.WebhookList)
+def list_webhooks() -> Response:
+    return reply(s.WebhookList(webhooks=[s.WebhookOut.model_validate(w)
+                                         for w in services().webhooks.list()]))
+
+
+@route("GET", "/v1/webhooks/<webhook_id>", summary="One webhook subscription", tag="webhooks",
+       response=s.WebhookOut)
+def get_webhook(webhook_id: str) -> Response:
+    return reply(s.WebhookOut.model_validate(services().webhooks.get(webhook_id)))
+
+
+@route("DELETE", "/v1/webhooks/<webhook_id>", summary="Delete a webhook subscription",
+       tag="webhooks", scope=Scope.WRITE, status=204)
+def delete_webhook(webhook_id: str) -> Response:
+    services().webhooks.delete(webhook_id)
+    return no_content()
+
+
+@route("GET", "/v1/webhooks/<webhook_id>/deliveries", summary="A subscription's delivery log",
+       tag="webhooks", response=s.DeliveryList,
+       query=[{"name": "limit", "in": "query", "required": False,
+               "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}])
+def list_deliveries(webhook_id: str) -> Response:
+    raw = request.args.get("limit", "50")
+    if not raw.isdigit() or not 1 <= int(raw) <= 500:
+        raise BadInput(f"limit must be an integer from 1 to 500, got {raw!r}")
+    log = services().webhooks.deliveries(webhook_id, int(raw))
+    return reply(s.DeliveryList(deliveries=[s.DeliveryOut.model_validate(d) for d in log]))
+

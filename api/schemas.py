@@ -1,0 +1,307 @@
+"""Request and response models of the HTTP API (pydantic v2); ``/openapi.json`` is built from them.
+
+Request models are strict (a JSON string is not an integer) and forbid unknown fields, so a typo
+in a field name is a 422 naming the field instead of a silently ignored option. Response models
+allow extra fields: the matcher may add to a match without breaking clients or the spec.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from plugin.jobs import JobKind, JobStatus
+from plugin.models import Mode
+from plugin.webhooks import DeliveryStatus, Event
+
+LangCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}$", description="ISO 639-1 code, e.g. 'en'")]
+Domain = Annotated[str, Field(min_length=1, max_length=253)]
+
+
+def _integral(v: object) -> object:
+    """JSON Schema counts 26.0 as an integer; strict pydantic would not."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
+
+#: at least one character that is not white space, by Python's ``str.strip`` (which also strips
+#: the separators U+001C..U+001F that Unicode's White_Space, and so ``\s``, leaves out)
+NOT_BLANK = r"[^\s\x1c-\x1f]"
+Text = Annotated[str, Field(min_length=1, max_length=20000, pattern=NOT_BLANK)]
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _not_blank(v: object) -> object:
+    """Runs before the pattern check so a blank text gets a readable message."""
+    if isinstance(v, str) and not v.strip():
+        raise ValueError("must not be blank")
+    return v
+
+
+# -- problems ---------------------------------------------------------------------------------
+class FieldError(Response):
+    field: str
+    message: str
+    type: str
+
+
+class Problem(Response):
+    """RFC 9457 problem details; ``errors`` lists offending fields of an invalid request."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldError] | None = None
+
+
+# -- health -------------------------------------------------------------------------------------
+class Health(Response):
+    status: str
+
+
+class Ready(Response):
+    status: str
+    checks: dict[str, bool]
+
+
+# -- matching -----------------------------------------------------------------------------------
+class MatchIn(Request):
+    #: within_days (when an integer) needs a date
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"within_days": {"type": "integer"}}, "required": ["within_days"]},
+        "then": {"properties": {"date": {"type": "string"}}, "required": ["date"]}})
+
+    text: Text = Field(description="the post or claim")
+    lang: LangCode | None = Field(default=None, description="detected when omitted")
+    date: dt.date | None = Field(default=None, description="only fact-checks published on or before it")
+    within_days: Int | None = Field(default=None, ge=0, le=36500,
+                                    description="with date: only fact-checks from this many days before")
+    mode: Mode = Mode.AUTO
+    k: Int = Field(default=10, ge=1, le=100)
+    config: str | None = Field(default=None, min_length=1, max_length=100,
+                               description="named retrieval configuration")
+    rerank: bool = Field(default=False, description="rerank with the configuration's cross-encoder, "
+                                                    "when one is configured")
+    allow: list[Domain] = Field(default_factory=list, max_length=50)
+    deny: list[Domain] = Field(default_factory=list, max_length=50)
+
+    _text = field_validator("text", mode="before")(_not_blank)
+
+    @model_validator(mode="after")
+    def _window(self) -> MatchIn:
+        if self.within_days is not None and self.date is None:
+            raise ValueError("within_days needs date: the window ends at the post date")
+        return self
+
+
+class MatchItem(Response):
+    id: str
+    score: float
+    rank: int
+    claim: str | None = None
+    title: str | None = None
+    url: str | None = None
+    lang: str | None = None
+    published_at: str | None = None
+    rating: str | None = None
+    verdict: str | None = None
+    publisher: str | None = None
+    domain: str | None = None
+    explain: dict[str, Any] = Field(default_factory=dict)
+
+
+class MatchOut(Response):
+    lang: str | None
+    config: str
+    took_ms: float
+    reranked: bool = False
+    notes: list[str] = Field(default_factory=list)
+    matches: list[MatchItem]
+
+
+# -- fact-checks --------------------------------------------------------------------------------
+class Reject(Response):
+    record: str
+    reason: str
+
+
+class IngestReport(Response):
+    indexed: int
+    updated: int
+    rejected: int
+    rejects: list[Reject]
+
+
+class FactCheckOut(Response):
+    id: str
+    claim: str
+    title: str | None = None
+    url: str | None = None
+    domain: str | None = None
+    publisher: str | None = None
+    rating: str | None = None
+    verdict: str | None = None
+    lang: str | None = None
+    published_at: str | None = None
+
+
+class FactCheckItem(BaseModel):
+    """One fact-check as JSON: the canonical field names (the README lists the synonyms and the
+    other formats); other fields are kept under ``extra``. Only documents the upload body."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK)] | int | None = None
+    claim: Text
+    title: str | None = None
+    url: Annotated[str, Field(pattern=r"^https?://[^/\s]")] | None = None
+    publisher: str | None = None
+    rating: str | None = None
+    lang: Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")] | None = None
+    published_at: dt.date | None = None
+
+
+def _claimreview_type(schema: dict[str, Any]) -> None:
+    schema["properties"]["@type"] = {"const": "ClaimReview"}
+    schema["required"] = ["@type", *schema.get("required", [])]
+
+
+class ClaimReviewIn(BaseModel):
+    """A schema.org ClaimReview (JSON-LD); ``@graph`` documents and Google Fact Check Tools
+    responses are read too."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema: _claimreview_type(schema))
+
+    claimReviewed: Text
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+class JobAccepted(Response):
+    job_id: str
+    status: JobStatus
+    status_url: str
+
+
+class JobOut(Response):
+    id: str
+    kind: JobKind
+    status: JobStatus
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    attempts: int = 0
+    ref: str | None = None
+    result: dict[str, Any] | None = None
+    error: Problem | None = None
+    last_error: Problem | None = None
+    retry_in_s: float | None = None
+
+
+class PostIn(Request):
+    id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
+                    description="your id for the post; submissions are idempotent on it")
+    text: Text
+    lang: LangCode | None = None
+    date: dt.date | None = None
+    url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    source: str | None = Field(default=None, max_length=200)
+
+    _text = field_validator("text", mode="before")(_not_blank)
+    _id = field_validator("id", mode="before")(_not_blank)
+
+
+class PostAccepted(JobAccepted):
+    post_id: str
+    duplicate: bool
+
+
+class VerifyIn(Request):
+    claim: Text
+    lang: LangCode | None = None
+    date: dt.date | None = None
+    k: Int = Field(default=5, ge=1, le=50)
+    config: str | None = Field(default=None, min_length=1, max_length=100)
+
+    _claim = field_validator("claim", mode="before")(_not_blank)
+
+
+class RerankIn(Request):
+    text: Text
+    lang: LangCode | None = None
+    date: dt.date | None = None
+    mode: Mode = Mode.AUTO
+    k: Int = Field(default=10, ge=1, le=100)
+    config: str | None = Field(default=None, min_length=1, max_length=100)
+
+    _text = field_validator("text", mode="before")(_not_blank)
+
+
+# -- webhooks ---------------------------------------------------------------------------------
+class WebhookIn(Request):
+    url: str = Field(min_length=1, max_length=2048, pattern=r"^https?://[^/?#\s]",
+                     description="http(s); hosts resolving to non-public addresses are refused")
+    secret: str | None = Field(default=None, min_length=16, max_length=256,
+                               description="generated (and returned once) when omitted")
+    events: list[Event] = Field(min_length=1, max_length=10)
+    languages: list[LangCode] | None = Field(default=None, max_length=50)
+    min_score: float | None = Field(default=None, ge=0, allow_inf_nan=False,
+                                    description="deliver only when the best match scores at least this")
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _http(cls, v: object) -> object:
+        if isinstance(v, str) and not v.lower().startswith(("http://", "https://")):
+            raise ValueError("must be an http or https URL")
+        return v
+
+
+class WebhookOut(Response):
+    id: str
+    url: str
+    events: list[Event]
+    languages: list[str] | None = None
+    min_score: float | None = None
+    created_at: str
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="HMAC-SHA256 signing secret; shown only now")
+
+
+class WebhookList(Response):
+    webhooks: list[WebhookOut]
+
+
+class DeliveryAttempt(Response):
+    n: int
+    at: str
+    status_code: int | None = None
+    error: str | None = None
+    duration_ms: float
+
+
+class DeliveryOut(Response):
+    id: str
+    subscription_id: str
+    event: Event
+    ref: str
+    url: str
+    status: DeliveryStatus
+    created_at: str
+    updated_at: str | None = None
+    next_attempt_in_s: float | None = None
+    attempts: list[DeliveryAttempt]
+
+
+class DeliveryList(Response):
+    deliveries: list[DeliveryOut]

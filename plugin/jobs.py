@@ -1,0 +1,154 @@
+"""Job records: what the API hands to workers and what it reports back.
+
+A job lives in Redis while it is queued or running (``<prefix>:job:<id>``, one JSON value, with
+a TTL). A finished job is written to the OpenSearch jobs index *before* its Redis record says so,
+so a Redis flush (or expiry) never loses a finished result: ``get`` falls back to OpenSearch.
+Large inputs (fact-check uploads) sit beside the record and are dropped when the job ends.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from .errors import BackendUnavailable, NotFound
+from .kv import KV
+from .settings import Settings
+from .store import Store
+from .templates import load_template, render
+
+
+class JobStatus(str, Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+class JobKind(str, Enum):
+    VERIFY = "verify"
+    RERANK = "rerank"
+    INGEST = "ingest"
+    POST = "post"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_job_id() -> str:
+    return "job_" + secrets.token_hex(12)
+
+
+def jobs_index_bodies(alias: str, replicas: int) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
+    """``(template name, template body, first index, its create body)`` for the jobs index (pure)."""
+    body = render(load_template("jobs.index_template"), {"alias": alias, "replicas": replicas})
+    return f"factsieve-{alias}", body, f"{alias}-v1", {"aliases": {alias: {}}}
+
+
+class JobStore:
+    def __init__(self, kv: KV, store: Store, settings: Settings) -> None:
+        self.kv = kv
+        self.store = store
+        self.alias = settings.jobs_index
+        self.replicas = settings.index_replicas
+        self.ttl = settings.job_ttl_s
+        self._index_ready = False
+
+    # -- the OpenSearch side ---------------------------------------------------------------------
+    def ensure_index(self) -> None:
+        """Install the jobs template and create ``<alias>-v1`` behind the alias, once; idempotent."""
+        if self._index_ready:
+            return
+        name, template, first, create = jobs_index_bodies(self.alias, self.replicas)
+        self.store.put_index_template(name, template)
+        if not self.store.alias_indices(self.alias):
+            self.store.create_index_if_missing(first, create)
+        self._index_ready = True
+
+    # -- Redis ---------------------------------------------------------------------------------
+    def _key(self, job_id: str) -> str:
+        return self.kv.key("job", job_id)
+
+    def _write(self, job: dict[str, Any], *, nx: bool = False) -> bool:
+        raw = json.dumps(job, ensure_ascii=False, default=str)
+        return bool(self.kv.call("write job", self.kv.client.set, self._key(job["id"]), raw,
+                                 ex=self.ttl, nx=nx))
+
+    def create(self, kind: JobKind, input: dict[str, Any], *, job_id: str | None = None,
+               ref: str | None = None, body: str | None = None) -> tuple[dict[str, Any], bool]:
+        """Record a queued job. With a given ``job_id`` (deterministic ids make submissions
+        idempotent) an existing job is returned instead; ``(job, created)``."""
+        if job_id is not None:
+            try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
+                found = self.store.find(self.alias, job_id)
+            except BackendUnavailable:
+                found = None
+            if found is not None:
+                return found, False
+        job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
+               "created_at": now_iso(), "attempts": 0, "ref": ref, "input": input}
+        if body is not None:
+            self.kv.call("write job body", self.kv.client.set, self._key(job["id"]) + ":body", body,
+                         ex=self.ttl, nx=True)
+        if self._write(job, nx=True):
+            return job, True
+        return self.get(job["id"]), False
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        raw = self.kv.call("read job", self.kv.client.get, self._key(job_id))
+        if raw is not None:
+            return json.loads(raw)
+        found = self.store.find(self.alias, job_id)
+        if found is None:
+            raise NotFound(f"no job with id {job_id!r}")
+        return found
+
+    def body(self, job_id: str) -> str:
+        raw = self.kv.call("read job body", self.kv.client.get, self._key(job_id) + ":body")
+        if raw is None:
+            raise NotFound(f"the input of job {job_id!r} is gone (expired or Redis was flushed)")
+        return raw
+
+    def start(self, job_id: str) -> dict[str, Any]:
+        """Mark a job running and count the attempt (a redelivered job shows ``attempts`` > 1)."""
+        job = self.get(job_id)
+        job.update(status=JobStatus.RUNNING.value, started_at=now_iso(),
+                   attempts=int(job.get("attempts", 0)) + 1)
+        self._write(job)
+        return job
+
+    def finish(self, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        return self._end(job_id, JobStatus.SUCCEEDED, result=result)
+
+    def fail(self, job_id: str, error: dict[str, Any]) -> dict[str, Any]:
+        """Record a failure; kept in Redis even when OpenSearch is the thing that failed."""
+        return self._end(job_id, JobStatus.FAILED, error=error)
+
+    def requeue(self, job_id: str, error: dict[str, Any], retry_in: float) -> dict[str, Any]:
+        """Back to ``queued`` after a transient failure, saying why and when it runs again."""
+        job = self.get(job_id)
+        job.update(status=JobStatus.QUEUED.value, last_error=error, retry_in_s=round(retry_in, 1))
+        self._write(job)
+        return job
+
+    def _end(self, job_id: str, status: JobStatus, **outcome: Any) -> dict[str, Any]:
+        job = self.get(job_id)
+        for transient in ("last_error", "retry_in_s"):
+            job.pop(transient, None)
+        job.update(status=status.value, finished_at=now_iso(), **outcome)
+        try:
+            self.ensure_index()
+            self.store.put(self.alias, job_id, job)  # OpenSearch first: then Redis may forget it
+        except BackendUnavailable:
+            if status is JobStatus.SUCCEEDED:
+                raise  # the caller retries; a result only Redis holds is not finished
+        self._write(job)
+        self.kv.call("drop job body", self.kv.client.delete, self._key(job_id) + ":body")
+        return job

@@ -1,0 +1,124 @@
+"""API keys and per-key rate limits, in Redis.
+
+A key is ``<api_key_prefix><43 random url-safe characters>``, shown once at creation. Only its
+SHA-256 is stored: keys are 256-bit random tokens, so a fast hash is enough (slow password
+hashes exist for guessable secrets) and lookups stay one round trip. Rate limiting is a fixed
+window per key (``INCR`` + ``EXPIRE``): simple, one round trip, at most twice the limit across
+a window boundary.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from .errors import BadInput, NotFound, RateLimited, Unauthorized
+from .kv import KV
+from .settings import Settings
+
+
+class Scope(str, Enum):
+    """``read`` may query (GET routes, match, verify, rerank); ``write`` may also change state."""
+
+    READ = "read"
+    WRITE = "write"
+
+    @classmethod
+    def parse(cls, value: str | Scope) -> Scope:
+        try:
+            return cls(value)
+        except ValueError:
+            raise BadInput(f"unknown scope {value!r}; valid scopes: "
+                           f"{', '.join(s.value for s in cls)}") from None
+
+    def allows(self, needed: Scope) -> bool:
+        return self is Scope.WRITE or needed is Scope.READ
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    name: str
+    scope: Scope
+    created_at: str
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def window(now: float, size_s: int) -> tuple[int, int]:
+    """The fixed window ``now`` falls in: ``(window start, seconds until the next one)``."""
+    start = int(now // size_s) * size_s
+    return start, max(1, start + size_s - int(now))
+
+
+class KeyStore:
+    def __init__(self, kv: KV, settings: Settings) -> None:
+        self.kv = kv
+        self.prefix = settings.api_key_prefix
+        self.limit = settings.rate_limit_requests
+        self.window_s = settings.rate_limit_window_s
+
+    def create(self, name: str, scope: Scope = Scope.WRITE) -> tuple[ApiKey, str]:
+        """A new key; returns its record and the key itself (never stored, never shown again)."""
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise BadInput("a key needs a --name of 1 to 200 characters")
+        key = self.prefix + secrets.token_urlsafe(32)
+        record = ApiKey(id="key_" + secrets.token_hex(8), name=name, scope=scope,
+                        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        digest = hash_key(key)
+        fields = {"id": record.id, "name": record.name, "scope": record.scope.value,
+                  "created_at": record.created_at}
+        pipe = self.kv.client.pipeline()
+        pipe.hset(self.kv.key("apikey", digest), mapping=fields)
+        pipe.hset(self.kv.key("apikeys"), record.id, digest)
+        self.kv.call("create api key", pipe.execute)
+        return record, key
+
+    def authenticate(self, key: str | None) -> ApiKey:
+        if not key:
+            raise Unauthorized("missing API key: send 'Authorization: Bearer <key>' "
+                               "(create one with `factsieve keys create --name NAME`)")
+        found = self.kv.call("read api key", self.kv.client.hgetall, self.kv.key("apikey", hash_key(key)))
+        if not found:
+            raise Unauthorized("unknown or revoked API key")
+        return ApiKey(id=found["id"], name=found["name"], scope=Scope(found["scope"]),
+                      created_at=found["created_at"])
+
+    def hit(self, key_id: str, now: float | None = None) -> tuple[int, int]:
+        """Count one request against the key's window; returns ``(remaining, reset_s)`` or raises
+        ``RateLimited`` carrying ``retry_after``."""
+        start, reset = window(time.time() if now is None else now, self.window_s)
+        counter = self.kv.key("ratelimit", key_id, str(start))
+        pipe = self.kv.client.pipeline()
+        pipe.incr(counter)
+        pipe.expire(counter, self.window_s + 1)
+        count, _ = self.kv.call("rate limit", pipe.execute)
+        if count > self.limit:
+            raise RateLimited(f"API key {key_id} made more than {self.limit} requests in "
+                              f"{self.window_s} s; retry in {reset} s", retry_after=reset)
+        return self.limit - count, reset
+
+    def list(self) -> list[dict[str, Any]]:
+        digests = self.kv.call("list api keys", self.kv.client.hgetall, self.kv.key("apikeys"))
+        out = []
+        for digest in digests.values():
+            found = self.kv.call("read api key", self.kv.client.hgetall, self.kv.key("apikey", digest))
+            if found:
+                out.append(found)
+        return sorted(out, key=lambda k: k["created_at"])
+
+    def revoke(self, key_id: str) -> None:
+        digest = self.kv.call("find api key", self.kv.client.hget, self.kv.key("apikeys"), key_id)
+        if not digest:
+            raise NotFound(f"no API key with id {key_id!r}")
+        pipe = self.kv.client.pipeline()
+        pipe.delete(self.kv.key("apikey", digest))
+        pipe.hdel(self.kv.key("apikeys"), key_id)
+        self.kv.call("revoke api key", pipe.execute)

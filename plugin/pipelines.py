@@ -1,0 +1,86 @@
+"""What each kind of job does, as plain functions of ``(services, job)`` → result dict.
+
+The Celery tasks stay thin: they mark the job running, call one of these, and persist the
+result. Every function here may run twice for one job (a worker killed mid-job, a redelivered
+message), so each is idempotent: matching is a read, ingestion uses stable ids, and webhook
+deliveries are planned under deterministic ids.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from .ingest import Format, ingest, parse_bytes
+from .matcher import MatchRequest
+from .models import Mode
+from .services import Services
+from .verify import previously_fact_checked
+from .webhooks import Event, wants
+
+RERANK_CONFIG = "hybrid-rerank"
+
+
+def match_request(inp: dict[str, Any], text_field: str = "text") -> MatchRequest:
+    """A ``MatchRequest`` from a job's JSON input (dates as ISO strings)."""
+    day = inp.get("date")
+    return MatchRequest(text=inp[text_field], lang=inp.get("lang"),
+                        date=date.fromisoformat(day) if day else None,
+                        mode=Mode.parse(inp.get("mode") or "auto"), k=int(inp.get("k") or 10))
+
+
+def run_verify(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+    inp = job["input"]
+    matcher, reranked = services.matcher(inp.get("config"), rerank=True)
+    return previously_fact_checked(matcher, match_request(inp, "claim"), reranked=reranked)
+
+
+def rerank_config(services: Services, requested: str | None) -> str | None:
+    """The configuration a rerank job uses: the requested one, else ``hybrid-rerank`` when the
+    deployment has it, else the default."""
+    if requested:
+        return requested
+    from .retrieval import load_configs
+
+    return RERANK_CONFIG if RERANK_CONFIG in load_configs() else None
+
+
+def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+    inp = job["input"]
+    matcher, reranked = services.matcher(rerank_config(services, inp.get("config")), rerank=True)
+    result = matcher.match(match_request(inp)).to_dict()
+    result["reranked"] = reranked
+    if not reranked:
+        result["note"] = ("no reranker is configured for configuration "
+                          f"{result['config']!r}: the matches are in fused (first-stage) order")
+    return result
+
+
+def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+    inp = job["input"]
+    services.ensure_factcheck_index()
+    data = services.jobs.body(job["id"]).encode("utf-8")
+    records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
+    report = ingest(records, store=services.store, embedder=services.embedder,
+                    index=services.settings.index, batch_size=services.settings.embedding_batch_size,
+                    seed=services.settings.langdetect_seed)
+    return report.to_dict()
+
+
+def run_post(services: Services, job: dict[str, Any],
+             enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
+    """Match a post, then plan and enqueue a ``post.matched`` delivery for every subscription
+    whose filters it passes and whose threshold its best match clears."""
+    post = job["input"]["post"]
+    matcher, _ = services.matcher(job["input"].get("config"))
+    result = matcher.match(match_request(post)).to_dict()
+    best = result["matches"][0]["score"] if result["matches"] else None
+    deliveries = []
+    for sub in services.webhooks.all():
+        if wants(sub, Event.POST_MATCHED, result["lang"], best):
+            did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result},
+                                         dedupe_key=post["id"])
+            enqueue_delivery(did)
+            deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
+    return {"post_id": post["id"], "lang": result["lang"], "best_score": best, "match": result,
+            "deliveries": deliveries}

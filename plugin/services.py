@@ -1,0 +1,96 @@
+"""The heavy objects one process needs, built lazily from the settings, once.
+
+The API (``api.create_app``) and the worker (``workers.app.create_celery``) each hold one
+``Services``. Nothing is built at import or construction time: a gunicorn or Celery prefork
+parent never loads the model or opens connections, each child does so on first use. Tests pass
+ready-made parts (``embedder=``) to share them.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .embedding import Embedder
+from .jobs import JobStore
+from .keys import KeyStore
+from .kv import KV
+from .matcher import Matcher
+from .retrieval import RetrievalConfig, get_config
+from .settings import Settings
+from .store import Store
+from .webhooks import WebhookStore
+
+
+class Services:
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 embedder: Embedder | None = None, kv: KV | None = None) -> None:
+        self.settings = settings
+        self._parts: dict[str, Any] = {"store": store, "embedder": embedder, "kv": kv}
+        self._lock = threading.RLock()
+        self._index: str | None = None
+
+    def _get(self, name: str, build: Any) -> Any:
+        part = self._parts.get(name)
+        if part is None:
+            with self._lock:
+                part = self._parts.get(name)
+                if part is None:
+                    part = self._parts[name] = build()
+        return part
+
+    @property
+    def store(self) -> Store:
+        return self._get("store", lambda: Store(self.settings))
+
+    @property
+    def kv(self) -> KV:
+        return self._get("kv", lambda: KV(self.settings))
+
+    @property
+    def embedder(self) -> Embedder:
+        from .embedding import load_embedder
+
+        return self._get("embedder", lambda: load_embedder(self.settings))
+
+    @property
+    def keys(self) -> KeyStore:
+        return self._get("keys", lambda: KeyStore(self.kv, self.settings))
+
+    @property
+    def jobs(self) -> JobStore:
+        return self._get("jobs", lambda: JobStore(self.kv, self.store, self.settings))
+
+    @property
+    def webhooks(self) -> WebhookStore:
+        return self._get("webhooks", lambda: WebhookStore(self.kv, self.settings))
+
+    def config(self, name: str | None = None) -> RetrievalConfig:
+        """A named retrieval configuration (the settings' default when ``None``), read once."""
+        key = f"config:{name or self.settings.retrieval_config or ''}"
+        return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
+
+    def matcher(self, config: str | None = None, *, rerank: bool = False) -> tuple[Matcher, bool]:
+        """A matcher for a configuration, and whether it will rerank: only when asked, when the
+        configuration has a rerank stage and a reranker for it can be loaded."""
+        cfg = self.config(config)
+        reranker = None
+        if rerank and cfg.rerank is not None:
+            reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
+        matcher = self._get(f"matcher:{cfg.name}:{bool(reranker)}", lambda: Matcher(
+            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None))
+        return matcher, bool(reranker)
+
+    def _load_reranker(self, cfg: RetrievalConfig) -> Any:
+        from .rerank import load_rerankers
+
+        return load_rerankers({cfg.name: cfg}, self.settings).get(cfg.name)
+
+    def ensure_factcheck_index(self) -> str:
+        """Templates installed and the fact-check alias present (once per process)."""
+        from .templates import IndexSpec, ensure_index
+
+        if self._index is None:
+            spec = IndexSpec(alias=self.settings.index, model=self.embedder.name,
+                             dimension=self.embedder.dim, replicas=self.settings.index_replicas)
+            self._index = ensure_index(self.store, spec)
+        return self._index

@@ -1,0 +1,270 @@
+#!/usr/bin/env python
+"""Measurements of the HTTP API against a real `factsieve serve` (loopback only). Not a test.
+
+  .venv/bin/python scripts/api_checks.py load [--requests 2000] [--concurrency 1,8] [--seconds 60]
+  .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
+
+Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
+jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
+one JSON object, and deletes everything it made. `schemathesis` installs schemathesis into
+.cache/schemathesis-venv (kept apart from the project's venv: it brings a pytest plugin).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from plugin.settings import Settings  # noqa: E402
+
+SCHEMATHESIS = "schemathesis==4.32.5"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_for(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FACTSIEVE_")}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if hasattr(value, "get_secret_value"):
+            value = value.get_secret_value()
+        elif isinstance(value, tuple):
+            value = ",".join(value)
+        env[f"FACTSIEVE_{name.upper()}"] = str(value)
+    return env
+
+
+class Deployment:
+    """A throwaway deployment: namespaced settings, the sample corpus, a key, gunicorn."""
+
+    def __init__(self, workers: int, **overrides) -> None:
+        from plugin.ingest import Format, ingest, read_records
+        from plugin.services import Services
+
+        tag = uuid.uuid4().hex[:8]
+        self.settings = Settings().model_copy(update={
+            "redis_prefix": f"fs-bench-{tag}", "index": f"fs-bench-{tag}",
+            "jobs_index": f"fs-bench-jobs-{tag}", **overrides})
+        self.services = Services(self.settings)
+        self.services.ensure_factcheck_index()
+        files = [ROOT / "samples" / "clef2020" / "factchecks.jsonl",
+                 ROOT / "samples" / "multiclaim" / "factchecks.jsonl"]
+        report = ingest(read_records(files, Format.jsonl), store=self.services.store,
+                        embedder=self.services.embedder, index=self.settings.index)
+        self.corpus = report.indexed + report.updated
+        self.key = self.services.keys.create("api_checks")[1]
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="factsieve-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "plugin.cli", "serve", "--port", str(self.port), "--workers", str(workers)],
+            cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(f"{self.base}/healthz", timeout=1).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"gunicorn did not start; log: {self.log.name}")
+            time.sleep(0.2)
+        for _ in range(workers * 4):  # every worker loads the model before measuring
+            requests.get(f"{self.base}/readyz", timeout=60)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.services.kv.delete_namespace()
+        for alias in (self.settings.index, self.settings.jobs_index):
+            self.services.store.delete_index(f"{alias}-v*")
+            self.services.store.delete_index_template(f"factsieve-{alias}")
+
+
+def sample_posts() -> list[str]:
+    texts = []
+    for path in (ROOT / "samples" / "clef2020" / "queries.jsonl", ROOT / "samples" / "multiclaim" / "queries.jsonl"):
+        texts += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return texts
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def run_load(dep: Deployment, posts: list[str], requests_n: int, concurrency: int, seconds: float) -> dict:
+    """Closed loop: ``concurrency`` client threads, each sending its next request on an answer."""
+    local = threading.local()
+    counter = iter(range(requests_n))
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+    latencies: list[float] = []
+    server_ms: list[float] = []
+    statuses: dict[str, int] = {}
+
+    def session() -> requests.Session:
+        if not hasattr(local, "s"):
+            local.s = requests.Session()
+            local.s.headers.update(dep.headers)
+        return local.s
+
+    def one() -> None:
+        while time.monotonic() < deadline:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            t0 = time.perf_counter()
+            took = None
+            try:
+                resp = session().post(f"{dep.base}/v1/match", json={"text": posts[i % len(posts)], "k": 10},
+                                      timeout=30)
+                key = str(resp.status_code)
+                if resp.status_code == 200:
+                    took = resp.json()["took_ms"]
+            except requests.RequestException as exc:
+                key = type(exc).__name__
+            elapsed = (time.perf_counter() - t0) * 1e3
+            with lock:
+                latencies.append(elapsed)
+                statuses[key] = statuses.get(key, 0) + 1
+                if took is not None:
+                    server_ms.append(took)
+
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        for _ in range(concurrency):
+            pool.submit(one)
+    wall = time.perf_counter() - t0
+    return {"client_threads": concurrency, "requests": len(latencies),
+            "errors": sum(n for k, n in statuses.items() if k != "200"), "statuses": statuses,
+            "wall_s": round(wall, 2), "requests_per_s": round(len(latencies) / wall, 1),
+            "latency_ms": {"p50": round(percentile(latencies, 50), 1),
+                           "p95": round(percentile(latencies, 95), 1),
+                           "p99": round(percentile(latencies, 99), 1),
+                           "mean": round(statistics.fmean(latencies), 1)},
+            # the matcher's own time inside the API (took_ms): the rest is HTTP, auth and queueing
+            "matcher_ms": {"p50": round(percentile(server_ms, 50), 1),
+                           "p95": round(percentile(server_ms, 95), 1)} if server_ms else None,
+            # the 1-minute load average before and after: other work on the machine shows here
+            "loadavg_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)]}
+
+
+def cmd_load(args: argparse.Namespace) -> dict:
+    dep = Deployment(args.workers, rate_limit_requests=10_000_000)
+    try:
+        posts = sample_posts()
+        run_load(dep, posts, 40, 2, 60)  # warm-up, not reported
+        levels = [int(c) for c in str(args.concurrency).split(",")]
+        runs = [run_load(dep, posts, args.requests, c, args.seconds) for c in levels]
+        return {"what": "POST /v1/match, closed-loop load", "gunicorn_workers": args.workers,
+                "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(), "runs": runs}
+    finally:
+        dep.close()
+
+
+def ensure_schemathesis() -> Path:
+    venv = ROOT / ".cache" / "schemathesis-venv"
+    st = venv / "bin" / "st"
+    if not st.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", SCHEMATHESIS], check=True)
+    return st
+
+
+def cmd_schemathesis(args: argparse.Namespace) -> dict:
+    st = ensure_schemathesis()
+    dep = Deployment(args.workers, rate_limit_requests=10_000_000, webhook_allowed_hosts=("127.0.0.1",))
+    report = Path(tempfile.mkdtemp(prefix="factsieve-st-"))
+    try:
+        cmd = [str(st), "run", f"{dep.base}/openapi.json", "--header", f"Authorization: Bearer {dep.key}",
+               "--checks", "all", "--max-examples", str(args.max_examples), "--seed", str(args.seed),
+               "--max-time", str(args.seconds), "--workers", "2", "--request-timeout", "30",
+               "--report", "ndjson", "--report-ndjson-path", str(report / "events.ndjson"),
+               "--no-color", "--generation-database", "none"]
+        proc = subprocess.run(cmd, cwd=report, capture_output=True, text=True)
+        cases, statuses = 0, {}
+        for line in (report / "events.ndjson").read_text().splitlines():
+            for code in _status_codes(json.loads(line)):
+                cases += 1
+                statuses[code] = statuses.get(code, 0) + 1
+        return {"what": "schemathesis against /openapi.json", "version": SCHEMATHESIS,
+                "exit_code": proc.returncode, "requests": cases,
+                "server_errors_5xx": sum(n for c, n in statuses.items() if c >= 500),
+                "statuses": dict(sorted(statuses.items())),
+                "summary": proc.stdout[-4000:]}
+    finally:
+        dep.close()
+        if not args.keep_report:
+            shutil.rmtree(report, ignore_errors=True)
+
+
+def _status_codes(event: object) -> list[int]:
+    """Every HTTP response status in a schemathesis ndjson event (its layout varies by version)."""
+    found = []
+    if isinstance(event, dict):
+        response = event.get("response")
+        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+            found.append(response["status_code"])
+        for key, value in event.items():
+            if key != "response":
+                found += _status_codes(value)
+    elif isinstance(event, list):
+        for value in event:
+            found += _status_codes(value)
+    return found
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    load = sub.add_parser("load", help="/v1/match latency and throughput")
+    load.add_argument("--requests", type=int, default=2000)
+    load.add_argument("--concurrency", default="1,8", help="client threads; several levels comma-separated")
+    load.add_argument("--seconds", type=float, default=60)
+    load.add_argument("--workers", type=int, default=2)
+    st = sub.add_parser("schemathesis", help="property-based API tests from /openapi.json")
+    st.add_argument("--max-examples", type=int, default=25)
+    st.add_argument("--seconds", type=int, default=300)
+    st.add_argument("--seed", type=int, default=1)
+    st.add_argument("--workers", type=int, default=2)
+    st.add_argument("--keep-report", action="store_true", help="keep schemathesis' NDJSON events")
+    args = p.parse_args()
+    result = {"load": cmd_load, "schemathesis": cmd_schemathesis}[args.command](args)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""API key hashing, scopes and rate-limit windows: pure parts, by table."""
+import pytest
+
+from plugin.errors import BadInput
+from plugin.keys import Scope, hash_key, window
+from plugin.kv import redact_url
+
+
+def test_hash_key_is_sha256_hex():
+    assert hash_key("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize("now, size, expected", [
+    (0, 60, (0, 60)), (59.9, 60, (0, 1)), (60, 60, (60, 60)), (125.5, 60, (120, 55)),
+    (1700000000, 3600, (1699999200, 2800)),
+])
+def test_fixed_window(now, size, expected):
+    assert window(now, size) == expected
+
+
+@pytest.mark.parametrize("have, need, ok", [
+    (Scope.WRITE, Scope.WRITE, True), (Scope.WRITE, Scope.READ, True),
+    (Scope.READ, Scope.READ, True), (Scope.READ, Scope.WRITE, False),
+])
+def test_scopes(have, need, ok):
+    assert have.allows(need) is ok
+
+
+def test_scope_parse_lists_valid_values():
+    assert Scope.parse("read") is Scope.READ
+    with pytest.raises(BadInput, match="read, write"):
+        Scope.parse("admin")
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    ("redis://:s3cret@cache.internal:6380/2", "redis://cache.internal:6380/2"),
+    ("rediss://user:pw@cache/1?ssl_cert_reqs=none", "rediss://cache/1"),
+])
+def test_redact_url(url, shown):
+    assert redact_url(url) == shown

@@ -1,0 +1,28 @@
+"""The Celery configuration derived from the settings (no broker needed)."""
+from plugin.jobs import JobKind
+from plugin.settings import Settings
+from workers.app import DELIVER, QUEUES, ROUTES, TASKS, celery_config, create_celery
+
+
+def test_reliability_settings():
+    conf = celery_config(Settings(redis_prefix="nsp", broker_visibility_timeout_s=7200, task_time_limit_s=100))
+    assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
+    assert conf["worker_prefetch_multiplier"] == 1
+    assert (conf["task_time_limit"], conf["task_soft_time_limit"]) == (100, 90)
+    transport = conf["broker_transport_options"]
+    assert transport["global_keyprefix"] == "nsp:celery:" and transport["visibility_timeout"] == 7200
+    assert transport["unacked_restore_interval"] == 10
+    assert conf["result_backend_transport_options"] == {"global_keyprefix": "nsp:celery:"}
+    assert celery_config(Settings(broker_visibility_timeout_s=4))["broker_transport_options"]["unacked_restore_interval"] == 1
+
+
+def test_every_job_kind_has_a_task_and_every_task_a_queue():
+    assert set(TASKS) == set(JobKind)
+    assert set(ROUTES) == set(TASKS.values()) | {DELIVER}
+    assert set(ROUTES.values()) == set(QUEUES)
+
+
+def test_the_tasks_are_registered_under_their_names():
+    app = create_celery(Settings())
+    app.loader.import_default_modules()
+    assert set(ROUTES) <= set(app.tasks)

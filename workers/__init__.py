@@ -1,0 +1,1 @@
+"""Celery workers: ``workers.app.create_celery(settings)`` and the thin tasks in ``workers.tasks``."""

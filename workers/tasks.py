@@ -1,0 +1,94 @@
+"""Thin Celery tasks: take an id, call ``plugin``, persist the outcome, handle retries.
+
+Every task may run more than once for one id (acks_late + reject_on_worker_lost redeliver the
+job of a killed worker): a job that already finished is skipped, and deliveries are deduplicated
+by ``plugin.webhooks``. Transient backend outages are retried with exponential backoff; any
+other error fails the job with a problem body, never a traceback.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils.log import get_task_logger
+
+from plugin import pipelines
+from plugin.errors import BackendUnavailable, FactSieveError, NotFound
+from plugin.jobs import JobStatus
+from plugin.services import Services
+from plugin.webhooks import backoff_delay
+from workers.app import DELIVER, services_of
+
+log = get_task_logger(__name__)
+
+
+def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra: Any) -> dict[str, Any]:
+    services: Services = services_of(task.app)
+    jobs = services.jobs
+    try:
+        job = jobs.get(job_id)
+    except NotFound:
+        log.warning("job %s is gone (expired or Redis flushed); nothing to do", job_id)
+        return {"job_id": job_id, "status": "missing"}
+    if JobStatus(job["status"]).finished:
+        return {"job_id": job_id, "status": job["status"], "skipped": True}
+    job = jobs.start(job_id)
+    try:
+        result = runner(services, job, *extra)
+        jobs.finish(job_id, result)
+    except BackendUnavailable as exc:
+        retries = task.request.retries
+        if retries < services.settings.task_max_retries:
+            delay = backoff_delay(retries + 1, 2.0, 300.0)
+            jobs.requeue(job_id, exc.to_problem(), delay)
+            raise task.retry(exc=exc, countdown=delay) from None
+        jobs.fail(job_id, exc.to_problem())
+    except FactSieveError as exc:
+        jobs.fail(job_id, exc.to_problem())
+    except SoftTimeLimitExceeded:
+        jobs.fail(job_id, {"type": "about:blank", "title": "Job timed out", "status": 504,
+                           "detail": f"the job ran longer than {task.soft_time_limit or 'the time limit'} s"})
+    except Exception:  # a bug: fail the job without leaking the traceback to the API
+        log.exception("job %s failed", job_id)
+        jobs.fail(job_id, {"type": "about:blank", "title": "Internal error", "status": 500,
+                           "detail": "the job failed unexpectedly; the worker log has details"})
+    return {"job_id": job_id, "status": jobs.get(job_id)["status"]}
+
+
+@shared_task(bind=True, name="factsieve.verify")
+def verify(self: Task, job_id: str) -> dict[str, Any]:
+    return _run(self, job_id, pipelines.run_verify)
+
+
+@shared_task(bind=True, name="factsieve.rerank")
+def rerank(self: Task, job_id: str) -> dict[str, Any]:
+    return _run(self, job_id, pipelines.run_rerank)
+
+
+@shared_task(bind=True, name="factsieve.ingest")
+def ingest(self: Task, job_id: str) -> dict[str, Any]:
+    return _run(self, job_id, pipelines.run_ingest)
+
+
+@shared_task(bind=True, name="factsieve.process_post")
+def process_post(self: Task, job_id: str) -> dict[str, Any]:
+    def enqueue(delivery_id: str) -> None:
+        self.app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
+
+    return _run(self, job_id, pipelines.run_post, enqueue)
+
+
+@shared_task(bind=True, name=DELIVER, max_retries=None)
+def deliver_webhook(self: Task, delivery_id: str) -> str:
+    """One attempt; on failure the retry is scheduled with the subscription store's backoff."""
+    try:
+        outcome = services_of(self.app).webhooks.attempt(delivery_id)
+    except NotFound:
+        return "missing"
+    except BackendUnavailable as exc:
+        raise self.retry(exc=exc, countdown=backoff_delay(self.request.retries + 1, 2.0, 300.0)) from None
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.status.value
