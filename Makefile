@@ -15,7 +15,7 @@ export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test unit up down status install model clean-cache
+.PHONY: demo test unit up down status install model clean-cache serve worker evaluate bench api-load api-fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,3 +50,21 @@ unit: install
 
 clean-cache:
 	rm -rf .cache
+
+serve: install up
+	$(FS) serve
+
+worker: install up
+	$(FS) worker
+
+evaluate: install up model
+	$(FS) evaluate --table
+
+bench: install up model
+	$(FS) bench
+
+api-load: install up model
+	$(PY) scripts/api_checks.py load
+
+api-fuzz: install up model
+	$(PY) scripts/api_checks.py schemathesis
