@@ -401,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
     sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration)")
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
-    sp.add_argument("--mode", help="mono|cross|auto|both (default: both for datasets with crosslingual pairs, else auto)")
+    sp.add_argument("--mode", help="mono|cross|auto|both (default: both for datasets with crosslingual pairs, else mono)")
     sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
     sp.add_argument("--json", action="store_true", help="print JSON (the default)")

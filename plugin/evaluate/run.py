@@ -177,7 +177,8 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
         modes = [("mono", Mode.MONO, keep(dataset.qrels["mono"])),
                  ("cross", Mode.CROSS, keep(dataset.qrels["cross"]))]
     else:
-        m = Mode.parse(mode or "auto")
+        # a dataset without crosslingual pairs is a monolingual benchmark (CLEF-2020 T2)
+        m = Mode.parse(mode or "mono")
         modes = [(m.value, m, keep(dataset.qrels["all"]))]
     out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(keep(dataset.qrels["all"])),
                            "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
