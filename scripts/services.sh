@@ -115,12 +115,15 @@ opensearch_up() {
     -Enetwork.host=127.0.0.1 -Ehttp.port="$OS_PORT" -Etransport.port=9300-9399 \
     -Ediscovery.type=single-node -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS" \
     -Ecluster.routing.allocation.disk.threshold_enabled=false \
-    -Eaction.auto_create_index=false >&2
+    -Eaction.auto_create_index=false > "$OS_LOGS/console.log" 2>&1 < /dev/null
+  # (the daemon must not inherit the caller's stdout/stderr: a CI runner reading them to EOF
+  # would wait for OpenSearch to exit)
   for _ in $(seq 1 180); do
     if os_healthy; then log "OpenSearch healthy after $(( $(date +%s) - t0 ))s"; return; fi
     sleep 1
   done
   log "OpenSearch did not become healthy in 180s; see $OS_LOGS/factsieve-local.log"
+  tail -n 20 "$OS_LOGS/console.log" >&2 || true
   tail -n 40 "$OS_LOGS/factsieve-local.log" >&2 || true
   exit 1
 }
@@ -152,7 +155,7 @@ redis_up() {
   local bin; bin="$(redis_bin)"
   mkdir -p "$REDIS_DIR"
   "$bin" --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --dir "$REDIS_DIR" \
-    --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" --save "" --appendonly no >&2
+    --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" --save "" --appendonly no > /dev/null 2>&1 < /dev/null
   for _ in $(seq 1 50); do
     redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && { log "Redis up on 127.0.0.1:$REDIS_PORT"; return; }
     sleep 0.2
