@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .embedding.onnx_backend import _pad_id, _read_json, default_threads, find_onnx_model
+from .embedding.onnx_backend import _pad_id, _read_json, find_onnx_model, open_session
 from .errors import FactSieveError, ModelUnavailable
 from .retrieval import RetrievalConfig
 from .settings import Settings
@@ -80,7 +80,6 @@ class OnnxCrossEncoder:
             raise ModelUnavailable(f"no tokenizer.json in {folder}")
         if activation not in ("sigmoid", "none"):
             raise ValueError(f"activation must be 'sigmoid' or 'none', got {activation!r}")
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.name = name or str(folder)
@@ -101,22 +100,8 @@ class OnnxCrossEncoder:
         tok.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
         self._tok = tok
 
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.intra_op_num_threads = threads or default_threads()
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(str(model_path), opts,
-                                                 providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
-        inputs = {i.name for i in self._session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= inputs:
-            raise ModelUnavailable(f"{model_path} must take input_ids and attention_mask, "
-                                   f"takes {sorted(inputs)}")
-        self._token_types = "token_type_ids" in inputs
+        self._session, opts = open_session(model_path, threads)
+        self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
         outputs = self._session.get_outputs()
         self._output = [next((o for o in outputs if o.name == "logits"), outputs[0]).name]
         log.info("loaded cross-encoder %s (%s, max %d tokens, %d threads)", self.name,

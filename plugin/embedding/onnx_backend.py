@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,29 @@ def default_threads() -> int:
     return max(1, min(n, MAX_DEFAULT_THREADS))
 
 
+def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any]:
+    """A CPU onnxruntime session tuned for small interactive batches (all graph optimisations,
+    sequential execution, one inter-op thread), checked to take ``input_ids`` and
+    ``attention_mask``. Shared by the embedder and the cross-encoder."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.intra_op_num_threads = threads or default_threads()
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
+    inputs = {i.name for i in session.get_inputs()}
+    if not {"input_ids", "attention_mask"} <= inputs:
+        raise ModelUnavailable(f"{model_path} must take input_ids and attention_mask, "
+                               f"takes {sorted(inputs)}")
+    return session, opts
+
+
 class OnnxEmbedder:
     """Embeds with an ONNX sentence-embedding graph.
 
@@ -58,7 +82,6 @@ class OnnxEmbedder:
             raise ModelUnavailable(f"no ONNX model ({' or '.join(ONNX_FILES)}) in {folder}")
         if not (folder / "tokenizer.json").is_file():
             raise ModelUnavailable(f"no tokenizer.json in {folder}")
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.name = name
@@ -81,23 +104,8 @@ class OnnxEmbedder:
         tok.enable_truncation(max_length=self.max_seq_length)
         self._tok = tok
 
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.intra_op_num_threads = threads or default_threads()
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(str(model_path), opts,
-                                                 providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc}") from exc
-
-        inputs = {i.name for i in self._session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= inputs:
-            raise ModelUnavailable(f"{model_path} must take input_ids and attention_mask, "
-                                   f"takes {sorted(inputs)}")
-        self._token_types = "token_type_ids" in inputs
+        self._session, opts = open_session(model_path, threads)
+        self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
         outputs = self._session.get_outputs()
         chosen = next((o for o in outputs if o.name == "sentence_embedding"), outputs[0])
         self._output = [chosen.name]
