@@ -266,12 +266,16 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_train_reranker(args: argparse.Namespace, settings: Settings) -> int:
     from .train_reranker import train_reranker
 
-    if not args.dataset.exists():
-        raise BadInput(f"dataset folder {str(args.dataset)!r} not found")
+    for flag, path in (("--dataset", args.dataset), ("--groups", args.groups),
+                       ("--remote-weights", args.remote_weights)):
+        if path is not None and not path.exists():
+            raise BadInput(f"{flag} {str(path)!r} not found")
     _dump(train_reranker(settings, args.dataset, args.out, epochs=args.epochs, negatives=args.negatives,
-                         max_length=args.max_length, batch_size=args.batch_size, lr=args.lr,
-                         seed=args.seed, loss=args.loss, threads=args.threads,
-                         train_layers=args.train_layers or None))
+                         pool=args.pool, max_length=args.max_length, batch_size=args.batch_size,
+                         lr=args.lr, seed=args.seed, loss=args.loss, threads=args.threads,
+                         train_layers=args.train_layers or None, first_stage=args.first_stage,
+                         device=args.device, export_groups=args.export_groups,
+                         groups_file=args.groups, pack=args.pack, remote_weights=args.remote_weights))
     return 0
 
 
@@ -420,18 +424,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("train-reranker", cmd_train_reranker,
              "fine-tune a cross-encoder reranker on a dataset's training queries (needs factsieve[train])")
-    sp.add_argument("--dataset", type=Path, required=True, help="dataset folder (queries with split == train are used)")
-    sp.add_argument("--out", required=True, help="NAME (under the model cache's rerankers/) or a folder")
-    sp.add_argument("--epochs", type=int, default=2)
-    sp.add_argument("--negatives", type=int, default=7, help="hard negatives per positive")
+    sp.add_argument("--dataset", type=Path, help="dataset folder (queries with split == train are used)")
+    sp.add_argument("--out", help="NAME (under the model cache's rerankers/) or a folder")
+    sp.add_argument("--first-stage", default="factsieve",
+                    help="configuration the hard negatives are mined from (the one the reranker sits behind)")
+    sp.add_argument("--epochs", type=int, default=4)
+    sp.add_argument("--negatives", type=int, default=7, help="hard negatives per positive per step")
+    sp.add_argument("--pool", type=int, default=30, help="negatives are sampled from the first stage's top N")
     sp.add_argument("--max-length", type=int, default=160, help="tokens per (query, passage) pair")
     sp.add_argument("--batch-size", type=int, default=16, help="pairs per step (whole groups)")
     sp.add_argument("--lr", type=float, default=3e-5)
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--loss", default="listwise", help="listwise (softmax over each group) or bce")
     sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
+    sp.add_argument("--device", default="auto", help="auto (CUDA when torch sees one), cpu or cuda")
     sp.add_argument("--train-layers", type=int, default=4,
                     help="fine-tune only the top N encoder layers (0: all); the pooler and classifier always")
+    sp.add_argument("--export-groups", type=Path, metavar="FILE",
+                    help="mine the training groups into FILE and stop (no torch needed)")
+    sp.add_argument("--groups", type=Path, metavar="FILE", help="train from groups written by --export-groups")
+    sp.add_argument("--pack", type=Path, metavar="FILE",
+                    help="write a torch-only training bundle for an accelerator box and stop "
+                         "(scripts/train_reranker_remote.py trains it)")
+    sp.add_argument("--remote-weights", type=Path, metavar="DIR",
+                    help="finish the model from weights trained from a --pack bundle")
 
     sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
     sp.add_argument("--configs-file", type=Path)

@@ -16,6 +16,9 @@ from plugin.settings import Settings
 from plugin.train_reranker import (
     TrainingGroup,
     _batches,
+    _sample_epoch,
+    load_groups,
+    save_groups,
     _spearman,
     mine_groups,
     output_dir,
@@ -128,3 +131,36 @@ def test_missing_torch_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ModelUnavailable, match=r"factsieve\[train\]"):
         train_reranker(Settings(cache_dir=tmp_path), tmp_path, "x")
+
+
+def test_groups_round_trip_and_refuse_foreign_queries(tmp_path: Path) -> None:
+    groups = [TrainingGroup("1", "q one", "p one", ("n1", "n2")), TrainingGroup("3", "q", "p", ())]
+    meta = {"split_rule": "r", "training_query_ids": ["1", "3"], "first_stage": "factsieve",
+            "mining_s": 1.0}
+    path = tmp_path / "g.jsonl"
+    save_groups(path, groups, meta)
+    assert load_groups(path) == (groups, meta)
+    save_groups(path, groups, {**meta, "training_query_ids": ["1"]})
+    with pytest.raises(BadInput, match="outside its training split"):
+        load_groups(path)
+    path.write_text('{"kind": "something else"}\n')
+    with pytest.raises(BadInput, match="export-groups"):
+        load_groups(path)
+
+
+def test_export_groups_and_out_are_checked_before_work(tmp_path: Path) -> None:
+    settings = Settings(cache_dir=tmp_path)
+    with pytest.raises(BadInput, match="--dataset"):
+        train_reranker(settings, None, "x")
+    with pytest.raises(BadInput, match="--out"):
+        train_reranker(settings, tmp_path, None)
+
+
+def test_epoch_sampling_picks_positive_first_from_the_pool() -> None:
+    steps = _sample_epoch([10, 2, 0 + 1], per_step=2, negatives=3, pool=5, rng=random.Random(1))
+    picks = [p for s in steps for p in s]
+    assert len(steps) == 2 and len(picks) == 3 * 4
+    for i in range(0, len(picks), 4):
+        g = picks[i][0]
+        assert picks[i] == (g, 0) and all(x[0] == g and 1 <= x[1] <= min(5, [10, 2, 1][g])
+                                          for x in picks[i + 1:i + 4])
