@@ -17,8 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from opensearchpy import helpers
-
 from .embedding import Embedder
 from .evaluate.run import Dataset, _pct, ensure_dataset_index
 from .matcher import Matcher, MatchRequest
@@ -51,6 +49,24 @@ def perturb(text: str, rnd: random.Random) -> str:
     return " ".join(words)
 
 
+#: The vector is not in ``_source`` (see the knn component template); a script field reads it
+#: from the vector doc values, exactly as indexed (float32).
+VECTOR_SCRIPT = {"script": {"lang": "painless", "source": "doc['embedding'].getValue()"}}
+
+
+def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:
+    """Every document of ``alias``: its ``_source`` plus its ``embedding`` read back from the
+    index, for building synthetic corpora without re-encoding."""
+    body = {"query": {"match_all": {}}, "_source": True, "script_fields": {"embedding": VECTOR_SCRIPT}}
+    docs = []
+    for hit in store.scan(alias, body):
+        doc = dict(hit["_source"])
+        (vector,) = hit["fields"]["embedding"]  # one float[] per document
+        doc["embedding"] = vector
+        docs.append(doc)
+    return docs
+
+
 def synthetic_docs(base: list[dict[str, Any]], n: int, *, seed: int = 0,
                    noise: float = 0.02) -> Iterator[dict[str, Any]]:
     """``n`` synthetic fact-checks cycling over ``base`` (real documents with embeddings):
@@ -79,8 +95,7 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
         return alias, None
     store.delete_index(f"{alias}-v*")
     ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
-    base = [h["_source"] for h in helpers.scan(store.client, index=base_alias,
-                                               query={"query": {"match_all": {}}})]
+    base = base_documents(store, base_alias)
     t0 = time.perf_counter()
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
     actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
@@ -89,9 +104,11 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
     store.refresh(alias)
     secs = time.perf_counter() - t0
+    merge_s = store.force_merge(alias, lease_timeout_s=90.0 if n >= 1000 else 0.0)
     return alias, {"docs": n, "failed": failed, "seconds": round(secs, 1),
-                   "docs_per_s": round(n / secs, 1), "synthetic": True,
-                   "note": "bulk indexing of precomputed vectors (no embedding)"}
+                   "docs_per_s": round(n / secs, 1), "force_merge_s": round(merge_s, 1),
+                   "synthetic": True,
+                   "note": "bulk indexing of precomputed vectors (no embedding), then a force merge"}
 
 
 def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10) -> dict[str, Any]:
@@ -151,7 +168,8 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
         scaled, stats = build_scaled_index(store, embedder, alias, n, settings)
         corpora.append((f"{n} synthetic near-duplicates", scaled, stats))
     for label, idx, stats in corpora:
-        entry: dict[str, Any] = {"index": idx, "docs": store.count(idx), "configs": {}}
+        entry: dict[str, Any] = {"index": idx, "docs": store.count(idx),
+                                 "segments": store.segment_count(idx), "configs": {}}
         if stats:
             entry["build"] = stats
         for name, cfg in configs.items():

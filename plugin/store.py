@@ -8,6 +8,7 @@ never a traceback).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -130,6 +131,51 @@ class Store:
     def count(self, index: str) -> int:
         return int(self._call(f"count {index}", self.client.count, index=index)["count"])
 
+    def segment_count(self, index: str) -> int:
+        """Searchable Lucene segments of the primary shards of ``index`` (an alias resolves to
+        its index).
+
+        Each segment is searched on its own (its own HNSW graph, its own postings), so a query
+        costs about the sum over segments; deleted documents still cost until merged away.
+        """
+        found = self._call(f"segments {index}", self.client.indices.segments, index=index)
+        total = 0
+        for body in found["indices"].values():
+            for copies in body["shards"].values():
+                total += sum(1 for c in copies if c["routing"]["primary"]
+                             for seg in c["segments"].values() if seg.get("search", True))
+        return total
+
+    def force_merge(self, index: str, *, max_segments: int = 1, lease_timeout_s: float = 90.0) -> float:
+        """Merge ``index`` down to ``max_segments`` per shard; returns the seconds it took.
+
+        For an index that is loaded once and then only read (an evaluation corpus, a bulk
+        load): one segment means one HNSW graph and one postings list per term per query.
+        Waits first (up to ``lease_timeout_s``) until every shard's retention leases have
+        passed its last operation: until then OpenSearch must keep ``_recovery_source`` (the
+        unfiltered source, embedding included) and the merge could not drop it.
+        """
+        t0 = time.perf_counter()
+        self.refresh(index)
+        deadline = t0 + lease_timeout_s
+        while not self._leases_caught_up(index) and time.perf_counter() < deadline:
+            time.sleep(1.0)
+        self._call(f"force merge {index}", self.client.indices.forcemerge, index=index,
+                   max_num_segments=max_segments, request_timeout=max(600, lease_timeout_s))
+        self.refresh(index)  # the merged segment becomes the searchable one
+        return time.perf_counter() - t0
+
+    def _leases_caught_up(self, index: str) -> bool:
+        stats = self._call(f"stats {index}", self.client.indices.stats, index=index, level="shards")
+        for body in stats["indices"].values():
+            for copies in body["shards"].values():
+                for copy in copies:
+                    leases = (copy.get("retention_leases") or {}).get("leases") or []
+                    max_seq_no = (copy.get("seq_no") or {}).get("max_seq_no", -1)
+                    if leases and min(le["retaining_seq_no"] for le in leases) <= max_seq_no:
+                        return False
+        return True
+
     # -- documents -----------------------------------------------------------------------------
     def get(self, index: str, doc_id: str) -> dict[str, Any]:
         found = self._call(f"get {doc_id}", self.client.get, index=index, id=doc_id,
@@ -154,6 +200,15 @@ class Store:
                search_pipeline: str | None = None) -> dict[str, Any]:
         params = {"search_pipeline": search_pipeline} if search_pipeline else None
         return self._call(f"search {index}", self.client.search, index=index, body=body, params=params)
+
+    def scan(self, index: str, body: dict[str, Any], *, size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every hit of ``body`` (scroll API), for batch reads such as copying a corpus."""
+        iterator = iter(helpers.scan(self.client, index=index, query=body, size=size))
+        while True:
+            try:
+                yield self._call(f"scan {index}", next, iterator)
+            except StopIteration:
+                return
 
     def put_search_pipeline(self, name: str, body: dict[str, Any]) -> None:
         self._call(f"put search pipeline {name}", self.client.transport.perform_request,

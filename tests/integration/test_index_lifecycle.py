@@ -25,6 +25,35 @@ def test_ensure_index_is_idempotent_and_records_model(store, make_alias):
     assert mapping["claim_i18n"]["properties"]["es"]["analyzer"] == "fs_es"
     settings = store.client.indices.get_settings(index=first)[first]["settings"]["index"]
     assert settings["knn"] == "true"
+    source = store.client.indices.get_mapping(index=first)[first]["mappings"]["_source"]
+    assert source == {"excludes": ["embedding"]}
+
+
+def test_vector_is_not_in_source_and_reads_back_from_doc_values(store, make_alias):
+    from plugin.bench import base_documents
+
+    alias = make_alias()
+    ensure_index(store, IndexSpec(alias=alias, model="m", dimension=3))
+    for i, vec in enumerate(([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.8, 0.0])):
+        store.put(alias, f"d{i}", {"id": f"d{i}", "claim": f"claim {i}", "lang": "en", "embedding": vec})
+    store.refresh(alias)
+    assert "embedding" not in store.get(alias, "d2")
+    raw = store.client.get(index=alias, id="d2")["_source"]
+    assert "embedding" not in raw and raw["claim"] == "claim 2"
+    docs = {d["id"]: d for d in base_documents(store, alias)}
+    assert docs["d2"]["embedding"] == pytest.approx([0.6, 0.8, 0.0])
+    assert docs["d2"]["claim"] == "claim 2"
+
+
+def test_force_merge_leaves_one_segment(store, make_alias):
+    alias = make_alias()
+    ensure_index(store, IndexSpec(alias=alias, model="m", dimension=3))
+    for i in range(3):  # three refreshes: three segments
+        store.put(alias, f"d{i}", {"id": f"d{i}", "claim": "c", "embedding": [1.0, float(i), 0.0]},
+                  refresh=True)
+    assert store.segment_count(alias) == 3
+    store.force_merge(alias, lease_timeout_s=0)  # no need to wait for the retention lease here
+    assert store.segment_count(alias) == 1 and store.count(alias) == 3
 
 
 def test_language_analyzers_are_installed(store, make_alias):
