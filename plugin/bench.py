@@ -50,8 +50,12 @@ def perturb(text: str, rnd: random.Random) -> str:
 
 
 #: The vector is not in ``_source`` (see the knn component template); a script field reads it
-#: from the vector doc values, exactly as indexed (float32).
-VECTOR_SCRIPT = {"script": {"lang": "painless", "source": "doc['embedding'].getValue()"}}
+#: from the vector doc values, exactly as indexed (float32). ``getValue()`` returns a buffer the
+#: doc-values reader reuses for the next document, and hits are serialised after all of them are
+#: read: returned as is, every hit of a batch would carry the last document's vector. So copy it.
+VECTOR_SCRIPT = {"script": {"lang": "painless", "source": (
+    "def v = doc['embedding'].getValue(); def out = new ArrayList();"
+    " for (int i = 0; i < v.length; ++i) { out.add(v[i]); } return out;")}}
 
 
 def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:
@@ -61,8 +65,7 @@ def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:
     docs = []
     for hit in store.scan(alias, body):
         doc = dict(hit["_source"])
-        (vector,) = hit["fields"]["embedding"]  # one float[] per document
-        doc["embedding"] = vector
+        doc["embedding"] = hit["fields"]["embedding"]
         docs.append(doc)
     return docs
 

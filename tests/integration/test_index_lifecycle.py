@@ -41,6 +41,9 @@ def test_vector_is_not_in_source_and_reads_back_from_doc_values(store, make_alia
     raw = store.client.get(index=alias, id="d2")["_source"]
     assert "embedding" not in raw and raw["claim"] == "claim 2"
     docs = {d["id"]: d for d in base_documents(store, alias)}
+    # each document its own vector (the doc-values reader reuses one buffer across documents)
+    assert docs["d0"]["embedding"] == pytest.approx([1.0, 0.0, 0.0])
+    assert docs["d1"]["embedding"] == pytest.approx([0.0, 1.0, 0.0])
     assert docs["d2"]["embedding"] == pytest.approx([0.6, 0.8, 0.0])
     assert docs["d2"]["claim"] == "claim 2"
 
