@@ -20,6 +20,8 @@ from .templates import load_template, render
 
 MAX_SUBQUERIES = 5
 NEURAL_PLUGIN = "opensearch-neural-search"
+#: What a sub-query body says about the fields its hits carry; the hybrid body copies it.
+FETCH_KEYS = ("_source", "stored_fields", "docvalue_fields")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ def server_plan(config: RetrievalConfig, bodies: dict[str, dict[str, Any]],
     digest = hashlib.sha1(json.dumps([template, values], sort_keys=True).encode()).hexdigest()[:10]
     name = f"factsieve-{config.name or 'adhoc'}-{digest}"
     pipeline_body = render(load_template(template), {**values, "name": name})
-    body = {"size": size, "_source": next(iter(bodies.values())).get("_source"),
+    # the hybrid query returns what the sub-queries would: candidate doc values, no _source
+    first = next(iter(bodies.values()))
+    body = {"size": size, **{k: first[k] for k in FETCH_KEYS if k in first},
             "query": {"hybrid": {"queries": [b["query"] for b in bodies.values()]}}}
     return ServerPlan(pipeline=name, pipeline_body=pipeline_body, body=body), "fits"

@@ -3,7 +3,11 @@
 ``Matcher`` is the one place where the embedder, the store and fusion meet. For a request and a
 named retrieval configuration it normalises the post, detects its language, builds the query
 variants, embeds the dense ones in one batch, runs every sub-query (filters pushed into each)
-in one ``_msearch`` round trip, fuses, boosts, collapses near-duplicates and optionally reranks.
+in one ``_msearch`` round trip, fuses, boosts, fetches the ``_source`` of the fused head in one
+more request, optionally reranks, and collapses near-duplicates.
+
+Candidates come back as ids and a few doc values (``queries.CANDIDATE_FIELDS``), not documents:
+reading stored fields for every candidate of every sub-query cost more than the searches.
 """
 from __future__ import annotations
 
@@ -15,12 +19,13 @@ from typing import Any, Protocol
 
 from .embedding import Embedder
 from .errors import BadInput
-from .fuse import hits_from_response, minmax_fuse, rrf_fuse
+from .fuse import minmax_fuse, rrf_fuse
 from .hybrid import server_plan
 from .lang import detect_language
 from .models import Fused, Mode
 from .normalize import normalize_post
-from .queries import Filters, bm25_query, filter_query, knn_query
+from .queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
+                      sources_by_id, sources_query)
 from .retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from .settings import Settings
 from .store import Store
@@ -192,7 +197,7 @@ class Matcher:
         else:
             responses = self.store.msearch(self.alias, list(bodies.values()))
             t3 = time.perf_counter()
-            rankings = {name: hits_from_response(resp, name) for name, resp in zip(bodies, responses)}
+            rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
             if cfg.fusion is Fusion.RRF:
                 fused = rrf_fuse(rankings, weights, k=cfg.rrf_k)
             else:
@@ -200,18 +205,41 @@ class Matcher:
         mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
         fused = boost(fused, cfg.boosts, lang, self.SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
         t4 = time.perf_counter()
-        rerank_scores: dict[str, float] = {}
-        if cfg.rerank is not None and self.reranker is not None:
-            fused, rerank_scores = self._rerank(text, fused, cfg)
+        reranking = cfg.rerank is not None and self.reranker is not None
+        head = max(req.k, cfg.rerank.top if reranking and cfg.rerank else 0)
+        sourced = min(len(fused), fused_head(head, req.k, cfg.collapse))
+        fused = self._fetch_sources(fused, 0, sourced)
         t5 = time.perf_counter()
-        top = collapse(fused, cfg.collapse, req.k) if cfg.collapse else fused[: req.k]
-        matches = [_match_dict(f, rerank_scores.get(f.id)) for f in top]
+        rerank_scores: dict[str, float] = {}
+        if reranking:
+            fused, rerank_scores = self._rerank(text, fused, cfg)
         t6 = time.perf_counter()
+        if cfg.collapse:
+            top = collapse(fused[:sourced], cfg.collapse, req.k)
+            while len(top) < req.k and sourced < len(fused):  # duplicates ate the fetched head
+                end = min(len(fused), sourced + max(req.k, 10))
+                fused = self._fetch_sources(fused, sourced, end)
+                sourced = end
+                top = collapse(fused[:sourced], cfg.collapse, req.k)
+        else:
+            top = fused[: req.k]
+        t7 = time.perf_counter()
+        matches = [_match_dict(f, rerank_scores.get(f.id)) for f in top]
+        t8 = time.perf_counter()
         timings = {"normalize_ms": (t1 - t0) * 1e3, "embed_ms": (t2 - t1) * 1e3,
-                   "search_ms": (t3 - t2) * 1e3, "fuse_ms": (t4 - t3 + t6 - t5) * 1e3,
-                   "rerank_ms": (t5 - t4) * 1e3}
-        return MatchResult(lang=lang, matches=matches, took_ms=(t6 - t0) * 1e3, config=cfg.name,
+                   "search_ms": (t3 - t2) * 1e3, "fetch_ms": (t5 - t4 + t7 - t6) * 1e3,
+                   "fuse_ms": (t4 - t3 + t8 - t7) * 1e3, "rerank_ms": (t6 - t5) * 1e3}
+        return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
                            timings_ms=timings)
+
+    def _fetch_sources(self, fused: list[Fused], start: int, end: int) -> list[Fused]:
+        """``fused`` with the ``_source`` of ``fused[start:end]`` attached (one search). A
+        fact-check deleted since the candidate search keeps its doc values only."""
+        ids = [f.id for f in fused[start:end]]
+        if not ids:
+            return fused
+        found = sources_by_id(self.store.search(self.alias, sources_query(ids)))
+        return fused[:start] + [with_source(f, found.get(f.id)) for f in fused[start:end]] + fused[end:]
 
     def _server_plan(self, cfg: RetrievalConfig, bodies: dict[str, Any], weights: dict[str, float],
                      size: int) -> Any:
@@ -228,7 +256,7 @@ class Matcher:
             self.store.put_search_pipeline(plan.pipeline, plan.pipeline_body)
             self._pipelines.add(plan.pipeline)
         response = self.store.search(self.alias, plan.body, search_pipeline=plan.pipeline)
-        hits = hits_from_response(response, "hybrid")
+        hits = read_candidates(response, "hybrid")
         return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]
 
     def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig
@@ -248,6 +276,19 @@ class Matcher:
         reranked = [replace(f, rank=i) for i, f in enumerate(ordered, start=1)]
         reranked += [replace(f, rank=len(reranked) + i) for i, f in enumerate(tail, start=1)]
         return reranked, by_id
+
+
+def fused_head(head: int, k: int, collapse_threshold: float | None) -> int:
+    """How many fused candidates get their ``_source`` in the first fetch: the ``head`` that is
+    shown or reranked, plus a margin when near-duplicates will be collapsed out of it."""
+    return head + (k // 2 + 5 if collapse_threshold else 0)
+
+
+def with_source(f: Fused, source: dict[str, Any] | None) -> Fused:
+    """``f`` with ``source`` on each contributing hit (explanations keep their ranks/scores)."""
+    if source is None:
+        return f
+    return replace(f, contributions={q: replace(h, source=source) for q, h in f.contributions.items()})
 
 
 def _passage(f: Fused) -> str:

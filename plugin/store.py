@@ -33,6 +33,9 @@ class Store:
         self.client = client or OpenSearch(
             hosts=[self.url], http_auth=auth, timeout=settings.opensearch_timeout_s,
             max_retries=2, retry_on_timeout=True, http_compress=False,
+            # one connection per concurrent caller (API threads, the matcher's overlapped
+            # searches); urllib3 would otherwise open and drop a connection per extra request
+            pool_maxsize=16,
         )
 
     # -- error translation -------------------------------------------------------------------

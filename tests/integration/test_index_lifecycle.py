@@ -29,8 +29,9 @@ def test_ensure_index_is_idempotent_and_records_model(store, make_alias):
     assert source == {"excludes": ["embedding"]}
 
 
-def test_vector_is_not_in_source_and_reads_back_from_doc_values(store, make_alias):
+def test_vector_is_searchable_but_not_in_source_and_reads_back_from_doc_values(store, make_alias):
     from plugin.bench import base_documents
+    from plugin.queries import knn_query, read_candidates
 
     alias = make_alias()
     ensure_index(store, IndexSpec(alias=alias, model="m", dimension=3))
@@ -40,6 +41,8 @@ def test_vector_is_not_in_source_and_reads_back_from_doc_values(store, make_alia
     assert "embedding" not in store.get(alias, "d2")
     raw = store.client.get(index=alias, id="d2")["_source"]
     assert "embedding" not in raw and raw["claim"] == "claim 2"
+    hits = read_candidates(store.search(alias, knn_query([0.6, 0.8, 0.0], filters=None, size=2)), "q")
+    assert [h.id for h in hits] == ["d2", "d1"] and hits[0].source == {"id": "d2", "lang": "en"}
     docs = {d["id"]: d for d in base_documents(store, alias)}
     # each document its own vector (the doc-values reader reuses one buffer across documents)
     assert docs["d0"]["embedding"] == pytest.approx([1.0, 0.0, 0.0])

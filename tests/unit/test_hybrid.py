@@ -47,3 +47,15 @@ def test_normalised_weights():
     assert normalised_weights([1, 3]) == [0.25, 0.75]
     with pytest.raises(ValueError):
         normalised_weights([0, 0])
+
+
+def test_hybrid_body_asks_for_what_the_subqueries_ask_for():
+    from plugin.queries import bm25_query, knn_query
+
+    bodies = {"a": bm25_query("x", lang="en", filters=None, size=10),
+              "b": knn_query([1.0], filters=None, size=10)}
+    plan, _ = server_plan(get_config("hybrid-rrf"), bodies, {"a": 0.5, "b": 0.5}, size=10,
+                          plugins={NEURAL_PLUGIN})
+    assert plan.body["stored_fields"] == "_none_"
+    assert plan.body["docvalue_fields"] == ["id", "lang", "domain", "publisher"]
+    assert "_source" not in plan.body and plan.body["size"] == 10

@@ -98,3 +98,89 @@ def test_collapse_keeps_first_of_near_duplicates():
 ])
 def test_same_claim(a, b, t, same):
     assert same_claim(a, b, t) is same
+
+
+class FakeStore:
+    """Answers candidate searches with doc values only and source fetches by id, and records
+    every request, like the cluster would for a lean body."""
+
+    def __init__(self, claims: dict[str, str], bm25: list[str], dense: list[str]):
+        self.claims, self.order = claims, {"bm25": bm25, "dense": dense}
+        self.msearches, self.fetches = [], []
+
+    def plugins(self):
+        return set()
+
+    def msearch(self, index, bodies):
+        self.msearches.append(bodies)
+        out = []
+        for body in bodies:
+            assert body["stored_fields"] == "_none_" and "_source" not in body
+            ids = self.order["dense" if "knn" in body["query"] else "bm25"][: body["size"]]
+            out.append({"hits": {"hits": [{"_score": 10.0 - i, "fields": {"id": [d], "lang": ["en"]}}
+                                          for i, d in enumerate(ids)]}})
+        return out
+
+    def search(self, index, body, search_pipeline=None):
+        ids = body["query"]["terms"]["id"]
+        self.fetches.append(ids)
+        return {"hits": {"hits": [{"_id": d, "_source": {"id": d, "claim": self.claims[d], "lang": "en"}}
+                                  for d in ids if d in self.claims]}}
+
+
+def fake_matcher(store, **cfg):
+    from plugin.retrieval import RetrievalConfig
+
+    config = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}, {"kind": "dense"}],
+                                             "candidates": 20, **cfg})
+    m = Matcher(store=store, embedder=StubEmbedder(), settings=Settings(), config=config)
+    m._model_checked = True
+    return m
+
+
+def test_match_fetches_sources_for_the_final_matches_only():
+    ids = [str(i) for i in range(30)]
+    store = FakeStore({d: f"claim number {d}" for d in ids}, bm25=ids, dense=ids[::-1])
+    result = fake_matcher(store).match(MatchRequest(text="claim", lang="en", k=3))
+    assert len(store.msearches) == 1 and len(store.fetches) == 1
+    assert len(store.fetches[0]) == 3 == len(result.matches)
+    assert store.fetches[0] == [m["id"] for m in result.matches]
+    for m in result.matches:
+        assert m["claim"] == f"claim number {m['id']}"
+        assert set(m["explain"]) == {"bm25:post", "dense:post"}  # per-query ranks survive the fetch
+    assert "fetch_ms" in result.timings_ms
+
+
+def test_match_fetches_more_when_collapse_removes_duplicates():
+    ids = [str(i) for i in range(30)]
+    claims = {d: ("the same debunked claim again" if int(d) < 12 else f"claim {d}") for d in ids}
+    store = FakeStore(claims, bm25=ids, dense=ids)
+    result = fake_matcher(store, collapse=0.9).match(MatchRequest(text="claim", lang="en", k=3))
+    assert [m["id"] for m in result.matches] == ["0", "12", "13"]
+    assert len(store.fetches) == 2  # 3 + margin 6 were all duplicates: one more fetch
+    assert store.fetches[0] == ids[:9] and store.fetches[1] == ids[9:19]
+
+
+def test_match_keeps_doc_values_of_a_fact_check_deleted_before_the_fetch():
+    ids = ["a", "b"]
+    store = FakeStore({"b": "kept"}, bm25=ids, dense=ids)
+    result = fake_matcher(store).match(MatchRequest(text="claim", lang="en", k=2))
+    assert [(m["id"], m["claim"], m["lang"]) for m in result.matches] == [("a", None, "en"), ("b", "kept", "en")]
+
+
+def test_reranked_head_has_sources():
+    class Rev:
+        def score(self, query, passages):
+            assert all(passages), "every reranked candidate has its text"
+            return [float(i) for i in range(len(passages))]  # reverses the head
+
+    from plugin.retrieval import Rerank
+
+    ids = [str(i) for i in range(30)]
+    store = FakeStore({d: f"claim {d}" for d in ids}, bm25=ids, dense=ids)
+    m = fake_matcher(store)
+    m.config = m.config.model_copy(update={"rerank": Rerank(model="x", top=8)})
+    m.reranker = Rev()
+    result = m.match(MatchRequest(text="claim", lang="en", k=3))
+    assert store.fetches == [ids[:8]]
+    assert [x["id"] for x in result.matches] == ["7", "6", "5"]

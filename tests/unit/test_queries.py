@@ -3,8 +3,14 @@ from datetime import date
 
 import pytest
 
-from plugin.queries import (Filters, SOURCE_FIELDS, bm25_query, date_clause, filter_query,
-                            knn_query, text_fields)
+from plugin.models import Hit
+from plugin.queries import (CANDIDATE_FIELDS, Filters, SOURCE_FIELDS, bm25_query, date_clause,
+                            filter_query, knn_query, read_candidates, sources_by_id, sources_query,
+                            text_fields)
+
+#: every candidate search reads doc values only: no _source, no _id, no hit counting
+LEAN = {"stored_fields": "_none_", "docvalue_fields": ["id", "lang", "domain", "publisher"],
+        "track_total_hits": False}
 
 UNDATED = {"bool": {"must_not": [{"exists": {"field": "published_at"}}]}}
 
@@ -48,7 +54,7 @@ def test_text_fields(lang, expected):
 def test_bm25_query_with_filter():
     flt = {"bool": {"filter": [{"terms": {"lang": ["en"]}}]}}
     assert bm25_query("vaccines alter DNA", lang="en", filters=flt, size=50) == {
-        "size": 50, "_source": SOURCE_FIELDS,
+        "size": 50, **LEAN,
         "query": {"bool": {
             "must": [{"multi_match": {"query": "vaccines alter DNA", "type": "most_fields",
                                       "fields": ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]}}],
@@ -63,7 +69,7 @@ def test_bm25_query_without_filter_has_no_filter_key():
 def test_knn_query_pushes_filter_into_knn():
     flt = {"bool": {"filter": [{"terms": {"lang": ["es"]}}]}}
     assert knn_query([0.5, -0.25], filters=flt, size=100) == {
-        "size": 100, "_source": SOURCE_FIELDS,
+        "size": 100, **LEAN,
         "query": {"knn": {"embedding": {"vector": [0.5, -0.25], "k": 100, "filter": flt}}}}
 
 
@@ -77,3 +83,47 @@ def test_knn_query_takes_numpy_vectors():
 
 def test_embedding_never_returned():
     assert "embedding" not in SOURCE_FIELDS
+
+
+def test_candidate_bodies_do_not_share_mutable_lists():
+    body = bm25_query("x", lang=None, filters=None, size=5)
+    body["docvalue_fields"].append("claim")
+    assert knn_query([1.0], filters=None, size=5)["docvalue_fields"] == CANDIDATE_FIELDS
+    assert CANDIDATE_FIELDS == ["id", "lang", "domain", "publisher"]
+
+
+def test_sources_query_asks_for_the_final_fields_of_given_ids():
+    assert sources_query(["a", "b"]) == {"size": 2, "_source": SOURCE_FIELDS, "track_total_hits": False,
+                                         "query": {"terms": {"id": ["a", "b"]}}}
+
+
+@pytest.mark.parametrize("hit, expected", [
+    # a candidate search: doc values only, single values unwrapped
+    ({"_score": 2.5, "fields": {"id": ["a"], "lang": ["en"], "publisher": ["Snopes"]}},
+     Hit("a", 2.5, 1, "q", {"id": "a", "lang": "en", "publisher": "Snopes"})),
+    # a body that asked for _source and _id (hybrid query, older bodies)
+    ({"_id": "b", "_score": None, "_source": {"id": "b", "claim": "c"}},
+     Hit("b", 0.0, 1, "q", {"id": "b", "claim": "c"})),
+    # multi-valued doc values stay lists
+    ({"_score": 1.0, "fields": {"id": ["c"], "domain": ["x.org", "y.org"]}},
+     Hit("c", 1.0, 1, "q", {"id": "c", "domain": ["x.org", "y.org"]})),
+])
+def test_read_candidates(hit, expected):
+    assert read_candidates({"hits": {"hits": [hit]}}, "q") == [expected]
+
+
+def test_read_candidates_ranks_from_one():
+    hits = [{"_score": 3.0, "fields": {"id": [i]}} for i in "xyz"]
+    assert [(h.id, h.rank) for h in read_candidates({"hits": {"hits": hits}}, "q")] == [
+        ("x", 1), ("y", 2), ("z", 3)]
+
+
+def test_read_candidates_without_any_id_is_an_error():
+    with pytest.raises(ValueError, match="id"):
+        read_candidates({"hits": {"hits": [{"_score": 1.0, "fields": {"lang": ["en"]}}]}}, "q")
+
+
+def test_sources_by_id():
+    resp = {"hits": {"hits": [{"_id": "a", "_source": {"id": "a", "claim": "x"}},
+                              {"_id": "b", "_source": {"claim": "y"}}]}}
+    assert sources_by_id(resp) == {"a": {"id": "a", "claim": "x"}, "b": {"claim": "y"}}
