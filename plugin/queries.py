@@ -113,10 +113,22 @@ def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
     return {"size": size, **_candidate_body(), "query": query}
 
 
+#: Candidates the HNSW search explores (Lucene's ef) when asked for fewer. With ef = k = 100 on
+#: the CLEF-2020 index merged to one segment, 92 % of the exact top 100 came back: dense MAP@5
+#: on the dev+test queries fell from 0.866 (exact) to 0.856, and the factsieve configuration's
+#: from 0.898 to 0.891. ef 200 finds 97.7 % (dense 0.866, factsieve 0.896; ef 400: the same) for
+#: about a millisecond. Before the merge, eleven per-segment searches of k each made up for it.
+KNN_EF_SEARCH = 200
+
+
 def knn_query(vector: Sequence[float], *, filters: dict[str, Any] | None, size: int,
-              field: str = "embedding") -> dict[str, Any]:
-    """Approximate kNN on the Lucene engine, with the filter applied inside the graph search."""
+              field: str = "embedding", ef_search: int | None = None) -> dict[str, Any]:
+    """Approximate kNN on the Lucene engine, with the filter applied inside the graph search:
+    the ``size`` nearest of the ``max(size, ef_search)`` the graph search collects."""
     knn: dict[str, Any] = {"vector": [float(x) for x in vector], "k": size}
+    ef = KNN_EF_SEARCH if ef_search is None else ef_search
+    if ef > size:
+        knn["method_parameters"] = {"ef_search": ef}
     if filters:
         knn["filter"] = filters
     return {"size": size, **_candidate_body(), "query": {"knn": {field: knn}}}

@@ -70,14 +70,16 @@ def test_knn_query_pushes_filter_into_knn():
     flt = {"bool": {"filter": [{"terms": {"lang": ["es"]}}]}}
     assert knn_query([0.5, -0.25], filters=flt, size=100) == {
         "size": 100, **LEAN,
-        "query": {"knn": {"embedding": {"vector": [0.5, -0.25], "k": 100, "filter": flt}}}}
+        "query": {"knn": {"embedding": {"vector": [0.5, -0.25], "k": 100, "filter": flt,
+                                        "method_parameters": {"ef_search": 200}}}}}
 
 
 def test_knn_query_takes_numpy_vectors():
     import numpy as np
 
     body = knn_query(np.array([1, 2], dtype="float32"), filters=None, size=3)
-    assert body["query"]["knn"]["embedding"] == {"vector": [1.0, 2.0], "k": 3}
+    assert body["query"]["knn"]["embedding"] == {"vector": [1.0, 2.0], "k": 3,
+                                                 "method_parameters": {"ef_search": 200}}
     assert all(type(x) is float for x in body["query"]["knn"]["embedding"]["vector"])
 
 
@@ -127,3 +129,14 @@ def test_sources_by_id():
     resp = {"hits": {"hits": [{"_id": "a", "_source": {"id": "a", "claim": "x"}},
                               {"_id": "b", "_source": {"claim": "y"}}]}}
     assert sources_by_id(resp) == {"a": {"id": "a", "claim": "x"}, "b": {"claim": "y"}}
+
+
+@pytest.mark.parametrize("size, ef, expected", [
+    (100, None, {"ef_search": 200}),   # the graph search explores more than it returns
+    (250, None, None),                 # k alone is already wider
+    (10, 50, {"ef_search": 50}),
+    (10, 10, None),
+])
+def test_knn_query_ef_search(size, ef, expected):
+    knn = knn_query([1.0], filters=None, size=size, ef_search=ef)["query"]["knn"]["embedding"]
+    assert knn["k"] == size and knn.get("method_parameters") == expected
