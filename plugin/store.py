@@ -33,8 +33,8 @@ class Store:
         self.client = client or OpenSearch(
             hosts=[self.url], http_auth=auth, timeout=settings.opensearch_timeout_s,
             max_retries=2, retry_on_timeout=True, http_compress=False,
-            # one connection per concurrent caller (API threads, the matcher's overlapped
-            # searches); urllib3 would otherwise open and drop a connection per extra request
+            # a connection per concurrent caller (API threads, bench's throughput run): with
+            # one, urllib3 opened and dropped a connection for every extra concurrent request
             pool_maxsize=16,
         )
 
@@ -156,7 +156,8 @@ class Store:
         load): one segment means one HNSW graph and one postings list per term per query.
         Waits first (up to ``lease_timeout_s``) until every shard's retention leases have
         passed its last operation: until then OpenSearch must keep ``_recovery_source`` (the
-        unfiltered source, embedding included) and the merge could not drop it.
+        unfiltered source, embedding included) and the merge could not drop it. An index that
+        is already one segment is left as it is by the merge, recovery source included.
         """
         t0 = time.perf_counter()
         self.refresh(index)
