@@ -236,6 +236,12 @@ def cmd_evaluate(args: argparse.Namespace, settings: Settings) -> int:
     rerankers = load_rerankers(configs, settings)
     result = evaluate(_store(settings), _embedder(settings), settings, dataset, configs,
                       mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild)
+    if args.record:
+        from datetime import date
+
+        from .retrieval import packaged_configs_path, write_scores
+
+        write_scores(args.configs_file or packaged_configs_path(), result, on=date.today().isoformat())
     if args.table:
         print(_table(result))
     else:
@@ -408,6 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mode", help="mono|cross|auto|both (default: both for datasets with crosslingual pairs, else mono)")
     sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
+    sp.add_argument("--record", action="store_true",
+                    help="write the scores into the configuration file as each configuration's last_scores")
     sp.add_argument("--json", action="store_true", help="print JSON (the default)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
 

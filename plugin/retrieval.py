@@ -105,6 +105,41 @@ def load_configs(path: Path | None = None) -> dict[str, RetrievalConfig]:
     return configs
 
 
+#: The metrics a configuration's ``last_scores`` keep (latency belongs to ``bench``).
+RECORDED_METRICS = ("S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100")
+
+
+def record_scores(doc: dict[str, Any], result: dict[str, Any], *, on: str) -> dict[str, Any]:
+    """A copy of a configuration file's ``doc`` with ``result`` (what ``evaluate`` printed) as the
+    ``last_scores`` of each configuration it measured, under a label naming the dataset, the
+    query set, the mode and the day ``on``. Earlier labels for the same dataset and mode are
+    replaced; other datasets' scores stay."""
+    out = json.loads(json.dumps(doc))
+    dataset = Path(str(result["dataset"])).name
+    n, excluded = result["n_queries"], result.get("excluded_training_queries", 0)
+    queries = f"{n} queries" + (f" not used to train a reranker, {excluded} excluded" if excluded else "")
+    for name, measured in result["configs"].items():
+        if name not in out["configs"] or "skipped" in measured:
+            continue
+        per_mode = measured if not any(m in measured for m in RECORDED_METRICS) else \
+            {result["modes"][0]: measured}
+        scores = out["configs"][name].setdefault("last_scores", {})
+        for mode, metrics in per_mode.items():
+            for old in [k for k in scores if k.startswith(f"{dataset} (") and f", {mode}, " in k]:
+                del scores[old]
+            scores[f"{dataset} ({queries}, {mode}, {on})"] = {m: metrics[m] for m in RECORDED_METRICS}
+    return out
+
+
+def write_scores(path: Path, result: dict[str, Any], *, on: str) -> None:
+    doc = record_scores(_read(path), result, on=on)
+    Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def packaged_configs_path() -> Path:
+    return Path(str(resources.files("plugin").joinpath("configs/retrieval.json")))
+
+
 def default_config_name(path: Path | None = None) -> str:
     return _read(path)["default"]
 
