@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     #: sentence-transformers (torch) otherwise.
     embedding_backend: str = "auto"
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    #: onnxruntime intra-op threads for the ONNX embedder (default: the CPUs this process may
+    #: use, at most 4). On a box shared with OpenSearch, 1 can give the lower match latency.
+    embedding_threads: int | None = Field(default=None, ge=1, le=64)
     #: e5-style prefixes; set both to "" for models trained without them.
     query_prefix: str = "query: "
     passage_prefix: str = "passage: "

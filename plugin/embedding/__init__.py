@@ -59,6 +59,6 @@ def load_embedder(settings: Settings) -> Embedder:
         if folder is None:
             raise ModelUnavailable(f"the onnx backend needs a local model folder; "
                                    f"{model!r} is not one")
-        return OnnxEmbedder(folder, model, **common)
+        return OnnxEmbedder(folder, model, threads=settings.embedding_threads, **common)
     return SentenceTransformerEmbedder(str(folder) if folder is not None else model, name=model,
                                        **common)

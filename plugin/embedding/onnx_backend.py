@@ -54,6 +54,11 @@ def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.intra_op_num_threads = threads or default_threads()
     opts.inter_op_num_threads = 1
+    # Idle onnxruntime workers spin by default, burning the cores OpenSearch needs between our
+    # calls on a small box; measured on the 2-core machine with the live pipeline (embed →
+    # _msearch → fetch), no spinning cut factsieve's p50 from 97 to 80 ms under load.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
     opts.log_severity_level = 3
     try:
         session = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
