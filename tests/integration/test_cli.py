@@ -128,3 +128,41 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
     code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10")
     assert code == 0
     assert out.count("known fact-check: found at rank") == 3, out
+
+
+def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):
+    """Mining runs the real first stage over the dataset's index; no torch is needed for it."""
+    from plugin.train_reranker import load_groups, sha1_digit
+
+    path = tmp_path / "groups.jsonl"
+    code, out, _ = run(capsys, "train-reranker", "--dataset", str(dataset_copy), "--export-groups", str(path))
+    assert code == 0
+    summary = json.loads(out)
+    groups, meta = load_groups(path)
+    assert summary["groups"] == len(groups) > 0 and meta["first_stage"] == "factsieve"
+    assert all(sha1_digit(q).isdigit() for q in meta["training_query_ids"])  # no split field: sha1 rule
+    assert {g.query_id for g in groups} <= set(meta["training_query_ids"])
+    qrels = {}
+    for line in (dataset_copy / "qrels.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        qrels.setdefault(str(row["query_id"]), set()).add(str(row["factcheck_id"]))
+    claims = {json.loads(line)["id"]: json.loads(line)["claim"]
+              for line in (dataset_copy / "factchecks.jsonl").read_text().splitlines()}
+    for g in groups:  # a relevant fact-check is never a negative of its own query
+        assert not any(claims[d] in n for d in qrels[g.query_id] for n in g.negatives)
+    code, _, err = run(capsys, "train-reranker", "--groups", str(tmp_path / "missing.jsonl"), "--out", "x")
+    assert code == 2 and "not found" in err
+
+
+def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_path):
+    from plugin.retrieval import packaged_configs_path
+
+    configs = tmp_path / "retrieval.json"
+    configs.write_text(packaged_configs_path().read_text())
+    code, _, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
+                     "--configs-file", str(configs), "--record")
+    assert code == 0
+    scores = json.loads(configs.read_text())["configs"]["bm25"]["last_scores"]
+    mine = {k: v for k, v in scores.items() if k.startswith(f"{dataset_copy.name} (")}
+    assert len(mine) == 2 and all(set(v) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
+                                  for v in mine.values())
