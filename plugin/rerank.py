@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .embedding.onnx_backend import _pad_id, _read_json, find_onnx_model, open_session
+from .embedding.onnx_backend import find_onnx_model, open_session, open_tokenizer
 from .errors import FactSieveError, ModelUnavailable
 from .retrieval import RetrievalConfig
 from .settings import Settings
@@ -76,29 +76,15 @@ class OnnxCrossEncoder:
         if model_path is None or not model_path.is_file():
             raise ModelUnavailable(f"no ONNX cross-encoder (onnx/model_int8.onnx or onnx/model.onnx) "
                                    f"in {folder}")
-        if not (folder / "tokenizer.json").is_file():
-            raise ModelUnavailable(f"no tokenizer.json in {folder}")
         if activation not in ("sigmoid", "none"):
             raise ValueError(f"activation must be 'sigmoid' or 'none', got {activation!r}")
-        from tokenizers import Tokenizer
 
         self.name = name or str(folder)
         self.folder = folder
         self.model_path = model_path
         self.batch_size = max(1, int(batch_size))
         self.activation = activation
-        config = _read_json(folder / "config.json")
-        max_positions = config.get("max_position_embeddings")
-        self.max_seq_length = min(max_seq_length, max_positions or max_seq_length)
-
-        try:
-            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except Exception as exc:  # the Rust side raises plain Exception subclasses
-            raise ModelUnavailable(f"cannot read {folder / 'tokenizer.json'}: {exc}") from exc
-        self.pad_id = _pad_id(tok, config)
-        tok.no_padding()  # we pad per batch ourselves, after sorting by length
-        tok.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
-        self._tok = tok
+        self._tok, self.pad_id, self.max_seq_length = open_tokenizer(folder, max_seq_length)
 
         self._session, opts = open_session(model_path, threads)
         self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}

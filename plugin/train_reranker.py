@@ -700,6 +700,7 @@ def finish(model: Any, tok: Any, groups: list[TrainingGroup], meta: dict[str, An
            trained_on: dict[str, Any], t_start: float, torch: Any, transformers: Any) -> dict[str, Any]:
     """Save the model folder atomically: weights, tokenizer, ONNX (checked against torch), the
     int8 copy when it ranks like fp32, and the manifest with the training query ids."""
+    from .embedding.build_e5 import swap_in
     from .rerank import RERANKER_MANIFEST, OnnxCrossEncoder
 
     max_length = hparams["max_length"]
@@ -746,13 +747,7 @@ def finish(model: Any, tok: Any, groups: list[TrainingGroup], meta: dict[str, An
         }
         (tmp / RERANKER_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         tmp.chmod(0o755)
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-            os.replace(dest, old)
-            os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
+        swap_in(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

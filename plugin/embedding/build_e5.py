@@ -328,6 +328,18 @@ def _finish(g: _Graph, graph_name: str, output: str, width: int) -> onnx.ModelPr
     return model
 
 
+def swap_in(tmp: Path, dest: Path) -> None:
+    """Put a finished folder at ``dest``: readers see the old folder or the new one, never a
+    half-written one (the old folder is renamed aside, then deleted)."""
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.replace(dest, old)
+        os.replace(tmp, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, dest)
+
+
 def quantize_int8(src: Path, dst: Path) -> None:
     """Dynamic int8 weights (activations quantised at run time): ~4x smaller, faster on CPU.
 
@@ -485,13 +497,7 @@ def build_test_model(dest: Path, *, force: bool = False) -> Path:
         try:
             _write_folder(tmp, weights_file, tokenizer_file, versions)
             tmp.chmod(0o755)
-            if dest.exists():
-                old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-                os.replace(dest, old)
-                os.replace(tmp, dest)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, dest)
+            swap_in(tmp, dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

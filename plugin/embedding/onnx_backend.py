@@ -71,6 +71,28 @@ def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any
     return session, opts
 
 
+def open_tokenizer(folder: Path, max_seq_length: int) -> tuple[Any, int, int]:
+    """The folder's ``tokenizer.json`` set to truncate at ``max_seq_length`` (capped at the
+    model's position table: positions past it would crash the graph) and not to pad (we pad
+    per batch ourselves, after sorting by length); pairs truncate longest-first, as Hugging Face
+    tokenizers do. Returns it, the pad id and the length used."""
+    from tokenizers import Tokenizer
+
+    if not (folder / "tokenizer.json").is_file():
+        raise ModelUnavailable(f"no tokenizer.json in {folder}")
+    config = _read_json(folder / "config.json")
+    max_positions = config.get("max_position_embeddings")
+    max_len = min(max_seq_length, max_positions or max_seq_length)
+    try:
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # the Rust side raises plain Exception subclasses
+        raise ModelUnavailable(f"cannot read {folder / 'tokenizer.json'}: {exc}") from exc
+    pad_id = _pad_id(tok, config)
+    tok.no_padding()
+    tok.enable_truncation(max_length=max_len, strategy="longest_first")
+    return tok, pad_id, max_len
+
+
 class OnnxEmbedder:
     """Embeds with an ONNX sentence-embedding graph.
 
@@ -85,29 +107,13 @@ class OnnxEmbedder:
         model_path = Path(model_file) if model_file else find_onnx_model(folder)
         if model_path is None or not model_path.is_file():
             raise ModelUnavailable(f"no ONNX model ({' or '.join(ONNX_FILES)}) in {folder}")
-        if not (folder / "tokenizer.json").is_file():
-            raise ModelUnavailable(f"no tokenizer.json in {folder}")
-        from tokenizers import Tokenizer
-
         self.name = name
         self.model_path = model_path
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.batch_size = max(1, int(batch_size))
 
-        config = _read_json(folder / "config.json")
-        # positions past the model's table would crash the graph: cap at what the model knows
-        max_positions = config.get("max_position_embeddings")
-        self.max_seq_length = min(max_seq_length, max_positions or max_seq_length)
-
-        try:
-            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except Exception as exc:  # the Rust side raises plain Exception subclasses
-            raise ModelUnavailable(f"cannot read {folder / 'tokenizer.json'}: {exc}") from exc
-        self.pad_id = _pad_id(tok, config)
-        tok.no_padding()  # we pad per batch ourselves, after sorting by length
-        tok.enable_truncation(max_length=self.max_seq_length)
-        self._tok = tok
+        self._tok, self.pad_id, self.max_seq_length = open_tokenizer(folder, max_seq_length)
 
         self._session, opts = open_session(model_path, threads)
         self._token_types = "token_type_ids" in {i.name for i in self._session.get_inputs()}
