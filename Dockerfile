@@ -15,6 +15,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY plugin ./plugin
+COPY cli ./cli
 COPY api ./api
 COPY workers ./workers
 COPY index_templates ./index_templates

@@ -14,10 +14,10 @@ from flask import Flask, Response, g
 from werkzeug.exceptions import HTTPException
 
 from plugin.errors import FactSieveError
-from plugin.services import Services
+from plugin.service.services import Services
 from plugin.settings import Settings
 
-from .problems import error_response, problem, problem_response
+from api.problems import error_response, problem, problem_response
 
 log = logging.getLogger("factsieve.api")
 
@@ -26,7 +26,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                celery: Any = None) -> Flask:
     from workers.app import create_celery
 
-    from .routes import api, bp
+    from api.routes import api, bp
 
     settings = settings or Settings()
     services = services or Services(settings)
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
 def document_config_names(spec: dict[str, Any]) -> dict[str, Any]:
     """The ``config`` fields accept the deployment's named configurations: say which."""
-    from plugin.retrieval import load_configs
+    from plugin.search.retrieval import load_configs
 
     names = sorted(load_configs())
     for model in ("MatchIn", "VerifyIn", "RerankIn"):

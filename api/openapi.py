@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from plugin.keys import Scope
+from plugin.service.keys import Scope
 
-from .schemas import Problem
+from api.schemas import Problem
 
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content", 400: "Bad request",
                 401: "Missing or unknown API key", 403: "The key's scope does not allow this",

@@ -16,14 +16,14 @@ from werkzeug.exceptions import UnsupportedMediaType
 
 from plugin.errors import BackendUnavailable, BadInput, Conflict, FactSieveError, Forbidden, InvalidRequest
 from plugin.ingest import Format, ingest, parse_bytes, validation_reason
-from plugin.jobs import JobKind, JobStatus
-from plugin.keys import Scope
-from plugin.matcher import MatchRequest
-from plugin.services import Services
+from plugin.service.jobs import JobKind, JobStatus
+from plugin.service.keys import Scope
+from plugin.search.matcher import MatchRequest
+from plugin.service.services import Services
 
-from . import schemas as s
-from .openapi import Api, Operation
-from .problems import problem, problem_response
+from api import schemas as s
+from api.openapi import Api, Operation
+from api.problems import problem, problem_response
 
 bp = Blueprint("api", __name__)
 api = Api()
@@ -177,15 +177,12 @@ def openapi() -> Response:
        description="Hybrid BM25 + kNN retrieval fused with weighted RRF. No LLM runs; a "
                    "cross-encoder runs only with `rerank` and a configuration that has one.")
 def match(body: s.MatchIn) -> Response:
-    matcher, reranked = services().matcher(body.config, rerank=body.rerank)
+    matcher = services().matcher(body.config, rerank=body.rerank)
     result = matcher.match(MatchRequest(
         text=body.text, lang=body.lang, date=body.date, mode=body.mode, k=body.k,
-        within_days=body.within_days, allow=tuple(body.allow), deny=tuple(body.deny)))
-    notes = []
-    if body.rerank and not reranked:
-        notes.append(f"no reranker is configured for configuration {result.config!r}: "
-                     "the matches are in fused (first-stage) order")
-    return reply(s.MatchOut.model_validate({**result.to_dict(), "reranked": reranked, "notes": notes}))
+        within_days=body.within_days, allow=tuple(body.allow), deny=tuple(body.deny),
+        rerank=body.rerank))
+    return reply(s.MatchOut.model_validate(result.to_dict()))
 
 
 # -- fact-checks --------------------------------------------------------------------------------
@@ -289,8 +286,7 @@ def ingest_factchecks() -> Response:
         return accepted(job)
     svc.ensure_factcheck_index()
     report = ingest(parse_bytes(data, fmt, "body"), store=svc.store, embedder=svc.embedder,
-                    index=svc.settings.index, batch_size=svc.settings.embedding_batch_size,
-                    seed=svc.settings.langdetect_seed)
+                    index=svc.settings.index, batch_size=svc.settings.embedding_batch_size)
     if not (report.indexed or report.updated or report.rejected):
         raise InvalidRequest(f"the body holds no fact-check records (read as {fmt.value})")
     if report.rejected and not (report.indexed or report.updated):

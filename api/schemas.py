@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from plugin.jobs import JobKind, JobStatus
+from plugin.service.jobs import JobKind, JobStatus
 from plugin.models import Mode
-from plugin.webhooks import DeliveryStatus, Event
+from plugin.service.webhooks import DeliveryStatus, Event
 
 LangCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}$", description="ISO 639-1 code, e.g. 'en'")]
 Domain = Annotated[str, Field(min_length=1, max_length=253)]

@@ -88,3 +88,40 @@ class Forbidden(FactSieveError):
 
 class RateLimited(FactSieveError):
     status, exit_code, title = 429, 8, "Too many requests"
+
+
+# -- the LLM used for verification (plugin.llm) -------------------------------------------------
+class LLMUnavailable(BackendUnavailable):
+    """The OpenAI-compatible LLM server cannot be reached, or keeps failing (5xx, 429).
+
+    A ``BackendUnavailable``, so workers retry it with backoff like an unreachable OpenSearch.
+    """
+
+    title = "LLM unavailable"
+
+
+class LLMNotConfigured(LLMUnavailable):
+    """No LLM is configured (``FACTSIEVE_LLM_URL`` is unset): retrying cannot help, so callers
+    that retry ``BackendUnavailable`` should catch this first and fail at once."""
+
+    def __init__(self, detail: str, **kw: Any) -> None:
+        kw.setdefault("retry_after", None)
+        super().__init__(detail, **kw)
+
+
+class LLMError(BackendError):
+    """The LLM server answered with an error we cannot retry away (bad key, unknown model, a
+    prompt longer than its context)."""
+
+    title = "LLM error"
+
+
+class LLMOutputInvalid(LLMError):
+    """The LLM's answer did not parse or did not match the requested schema, even after one
+    retry. ``raw`` holds the start of the answer (it is also in the message)."""
+
+    title = "LLM output invalid"
+
+    def __init__(self, detail: str, *, raw: str = "", **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.raw = raw

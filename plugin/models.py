@@ -36,7 +36,7 @@ class Mode(str, Enum):
 
     @classmethod
     def parse(cls, value: str | Mode) -> Mode:
-        from .errors import BadInput
+        from plugin.errors import BadInput
 
         if isinstance(value, Mode):
             return value

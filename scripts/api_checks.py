@@ -62,7 +62,7 @@ class Deployment:
 
     def __init__(self, workers: int, **overrides) -> None:
         from plugin.ingest import Format, ingest, read_records
-        from plugin.services import Services
+        from plugin.service.services import Services
 
         tag = uuid.uuid4().hex[:8]
         self.settings = Settings().model_copy(update={
@@ -80,7 +80,7 @@ class Deployment:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="factsieve-serve-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "plugin.cli", "serve", "--port", str(self.port), "--workers", str(workers)],
+            [sys.executable, "-m", "cli.main", "serve", "--port", str(self.port), "--workers", str(workers)],
             cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while True:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plugin.train_reranker import train_packed  # noqa: E402  (torch-only import chain)
+from plugin.lab.train_reranker import train_packed  # noqa: E402  (torch-only import chain)
 
 
 def main(argv: list[str] | None = None) -> int:

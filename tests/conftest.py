@@ -25,7 +25,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def store(settings):
-    from plugin.store import Store
+    from plugin.index.store import Store
 
     s = Store(settings)
     if not s.ping():
@@ -36,7 +36,8 @@ def store(settings):
 
 @pytest.fixture(scope="session")
 def embedder(settings):
-    from plugin.embedding import build_test_model, load_embedder
+    from plugin.embedding import load_embedder
+    from plugin.lab.build_e5 import build_test_model
     from plugin.settings import TEST_MODEL
 
     if settings.embedding_model == TEST_MODEL:
@@ -66,11 +67,10 @@ def make_alias(store):
 
 def ingest_files(store, embedder, alias, files, settings):
     from plugin.ingest import Format, ingest, read_records
-    from plugin.templates import IndexSpec, ensure_index
+    from plugin.index.templates import IndexSpec, ensure_index
 
     ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
-    return ingest(read_records(files, Format.auto), store=store, embedder=embedder, index=alias,
-                  seed=settings.langdetect_seed)
+    return ingest(read_records(files, Format.auto), store=store, embedder=embedder, index=alias)
 
 
 @pytest.fixture(scope="session")

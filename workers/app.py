@@ -10,8 +10,8 @@ from typing import Any
 
 from celery import Celery
 
-from plugin.jobs import JobKind
-from plugin.services import Services
+from plugin.service.jobs import JobKind
+from plugin.service.services import Services
 from plugin.settings import Settings
 
 QUEUES = ("match", "rerank", "verify", "ingest", "webhooks")

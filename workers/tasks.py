@@ -2,7 +2,7 @@
 
 Every task may run more than once for one id (acks_late + reject_on_worker_lost redeliver the
 job of a killed worker): a job that already finished is skipped, and deliveries are deduplicated
-by ``plugin.webhooks``. Transient backend outages are retried with exponential backoff; any
+by ``plugin.service.webhooks``. Transient backend outages are retried with exponential backoff; any
 other error fails the job with a problem body, never a traceback.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
 
-from plugin import pipelines
+from plugin.service import handlers
 from plugin.errors import BackendUnavailable, FactSieveError, NotFound
-from plugin.jobs import JobStatus
-from plugin.services import Services
-from plugin.webhooks import backoff_delay
+from plugin.service.jobs import JobStatus
+from plugin.service.services import Services
+from plugin.service.webhooks import backoff_delay
 from workers.app import DELIVER, services_of
 
 log = get_task_logger(__name__)
@@ -59,17 +59,17 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
 
 @shared_task(bind=True, name="factsieve.verify")
 def verify(self: Task, job_id: str) -> dict[str, Any]:
-    return _run(self, job_id, pipelines.run_verify)
+    return _run(self, job_id, handlers.run_verify)
 
 
 @shared_task(bind=True, name="factsieve.rerank")
 def rerank(self: Task, job_id: str) -> dict[str, Any]:
-    return _run(self, job_id, pipelines.run_rerank)
+    return _run(self, job_id, handlers.run_rerank)
 
 
 @shared_task(bind=True, name="factsieve.ingest")
 def ingest(self: Task, job_id: str) -> dict[str, Any]:
-    return _run(self, job_id, pipelines.run_ingest)
+    return _run(self, job_id, handlers.run_ingest)
 
 
 @shared_task(bind=True, name="factsieve.process_post")
@@ -77,7 +77,7 @@ def process_post(self: Task, job_id: str) -> dict[str, Any]:
     def enqueue(delivery_id: str) -> None:
         self.app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
 
-    return _run(self, job_id, pipelines.run_post, enqueue)
+    return _run(self, job_id, handlers.run_post, enqueue)
 
 
 @shared_task(bind=True, name=DELIVER, max_retries=None)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from plugin.embedding.base import Embedder
-from plugin.embedding.build_e5 import TEST_MODEL_DIRNAME, build_test_model
 from plugin.embedding.onnx_backend import OnnxEmbedder, find_onnx_model
 from plugin.embedding.st_backend import SentenceTransformerEmbedder
 from plugin.errors import ModelUnavailable
@@ -19,9 +18,11 @@ if TYPE_CHECKING:
     from plugin.settings import Settings
 
 __all__ = ["BACKENDS", "Embedder", "OnnxEmbedder", "SentenceTransformerEmbedder", "TEST_MODEL",
-           "build_test_model", "load_embedder", "rebuilt_model_dir"]
+           "TEST_MODEL_DIRNAME", "load_embedder", "rebuilt_model_dir"]
 
 BACKENDS = ("auto", "onnx", "sentence-transformers")
+# The folder (under the model cache) where `factsieve model build` writes the packaged test model.
+TEST_MODEL_DIRNAME = "multilingual-e5-small-rebuilt"
 
 
 def rebuilt_model_dir(settings: Settings) -> Path:

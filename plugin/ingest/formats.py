@@ -23,8 +23,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
-from ..models import FactCheck
+from plugin.errors import BadInput
+from plugin.models import FactCheck
 
 __all__ = ["Format", "RawRecord", "parse_bytes", "read_records"]
 

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..embedding import Embedder
-from ..lang import detect_language
-from ..models import FactCheck
-from ..queries import ANALYZED_LANGS
-from ..store import Store
-from .formats import RawRecord
+from plugin.embedding import Embedder
+from plugin.search.lang import detect_language
+from plugin.models import FactCheck
+from plugin.search.queries import ANALYZED_LANGS
+from plugin.index.store import Store
+from plugin.ingest.formats import RawRecord
 
 #: Reported rejects are capped so that a wholly bad 1M-line file cannot exhaust memory; the
 #: ``rejected`` count stays exact.
@@ -94,8 +94,7 @@ def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
     return doc
 
 
-def validate(records: Iterable[RawRecord], report: IngestReport, *,
-             seed: int = 0) -> Iterator[tuple[str, FactCheck]]:
+def validate(records: Iterable[RawRecord], report: IngestReport) -> Iterator[tuple[str, FactCheck]]:
     """Yield ``(ref, FactCheck)`` for good records; report the bad ones."""
     for raw in records:
         if raw.error is not None or raw.data is None:
@@ -107,7 +106,7 @@ def validate(records: Iterable[RawRecord], report: IngestReport, *,
             report.reject(raw.ref, validation_reason(exc))
             continue
         if fc.lang is None:
-            fc.lang = detect_language(fc.claim, seed=seed)
+            fc.lang = detect_language(fc.claim)
         yield raw.ref, fc
 
 
@@ -123,7 +122,7 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, index: str,
-           batch_size: int = 64, seed: int = 0, refresh: bool = True,
+           batch_size: int = 64, refresh: bool = True,
            progress: Callable[[int], None] | None = None) -> IngestReport:
     """Ingest parsed records into ``index`` (an alias); returns the per-record report.
 
@@ -134,7 +133,7 @@ def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, in
     refs: dict[str, str] = {}
 
     def actions() -> Iterator[dict[str, Any]]:
-        for batch in _batches(validate(records, report, seed=seed), batch_size):
+        for batch in _batches(validate(records, report), batch_size):
             vectors = embed_factchecks(embedder, [fc for _, fc in batch])
             for (ref, fc), vec in zip(batch, vectors):
                 refs[fc.id] = ref

@@ -57,7 +57,7 @@ def settings_env(settings) -> dict[str, str]:
 
 
 def cleanup_deployment(settings, store) -> None:
-    from plugin.kv import KV
+    from plugin.service.kv import KV
 
     KV(settings).delete_namespace()
     for alias in (settings.index, settings.jobs_index):
@@ -82,7 +82,7 @@ class Worker:
 
     def __init__(self, settings, log_path: Path, queues: str | None = None) -> None:
         self.log_path = log_path
-        cmd = [sys.executable, "-m", "plugin.cli", "worker", "--pool", "solo", "--concurrency", "1",
+        cmd = [sys.executable, "-m", "cli.main", "worker", "--pool", "solo", "--concurrency", "1",
                "--loglevel", "INFO", "--hostname", f"test-{uuid.uuid4().hex[:6]}@%h"]
         if queues:
             cmd += ["--queues", queues]
@@ -172,7 +172,7 @@ def api_settings(settings):
 
 @pytest.fixture(scope="session")
 def api_services(api_settings, store, embedder):
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     services = Services(api_settings, store=store, embedder=embedder)
     yield services
@@ -205,14 +205,14 @@ def client(app):
 
 @pytest.fixture(scope="session")
 def write_key(api_services) -> str:
-    from plugin.keys import Scope
+    from plugin.service.keys import Scope
 
     return api_services.keys.create("tests (write)", Scope.WRITE)[1]
 
 
 @pytest.fixture(scope="session")
 def read_key(api_services) -> str:
-    from plugin.keys import Scope
+    from plugin.service.keys import Scope
 
     return api_services.keys.create("tests (read)", Scope.READ)[1]
 

@@ -133,7 +133,7 @@ def test_revoked_key_is_401(client, api_services):
 
 def test_rate_limit_is_429_with_retry_after(api_settings, store, embedder):
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     settings = api_settings.model_copy(update={"rate_limit_requests": 3, "rate_limit_window_s": 3600})
     app = create_app(settings, services=Services(settings, store=store, embedder=embedder))
@@ -152,7 +152,7 @@ def test_rate_limit_is_429_with_retry_after(api_settings, store, embedder):
 def fc_client(api_settings, store, embedder, make_alias):
     """A client whose fact-check alias is this test's own."""
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     settings = api_settings.model_copy(update={"index": make_alias()})
     app = create_app(settings, services=Services(settings, store=store, embedder=embedder))
@@ -220,7 +220,7 @@ def test_ingest_rejects(fc_client, auth):
 
 def test_ingest_body_limit_is_413(api_settings, store, embedder, auth):
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     settings = api_settings.model_copy(update={"max_request_bytes": 2048})
     client = create_app(settings, services=Services(settings, store=store, embedder=embedder)).test_client()
@@ -296,7 +296,7 @@ def test_webhook_validation(client, auth):
 # -- backends down ------------------------------------------------------------------------------------
 def test_opensearch_unreachable_is_503_with_retry_after(api_settings, embedder, write_key):
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     settings = api_settings.model_copy(update={"opensearch_url": "http://127.0.0.1:9", "opensearch_timeout_s": 2.0})
     client = create_app(settings, services=Services(settings, embedder=embedder)).test_client()
@@ -312,7 +312,7 @@ def test_opensearch_unreachable_is_503_with_retry_after(api_settings, embedder, 
 
 def test_redis_unreachable_is_503(api_settings, store, embedder, write_key):
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     settings = api_settings.model_copy(update={"redis_url": "redis://:hunter2@127.0.0.1:9/0"})
     client = create_app(settings, services=Services(settings, store=store, embedder=embedder)).test_client()

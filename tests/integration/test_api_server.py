@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 def test_serve_runs_gunicorn_with_the_factory(api_settings, api_corpus, write_key, tmp_path):
     port = closed_port()
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "plugin.cli", "serve", "--port", str(port), "--workers", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--workers", "1"],
                             cwd=ROOT, env=settings_env(api_settings), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
 

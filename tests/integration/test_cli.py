@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from plugin.cli import main
+from cli.main import main
 from tests.conftest import FIXTURES, SAMPLES
 
 pytestmark = pytest.mark.integration
@@ -132,7 +132,7 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
 
 def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):
     """Mining runs the real first stage over the dataset's index; no torch is needed for it."""
-    from plugin.train_reranker import load_groups, sha1_digit
+    from plugin.lab.train_reranker import load_groups, sha1_digit
 
     path = tmp_path / "groups.jsonl"
     code, out, _ = run(capsys, "train-reranker", "--dataset", str(dataset_copy), "--export-groups", str(path))
@@ -155,7 +155,7 @@ def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder
 
 
 def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_path):
-    from plugin.retrieval import packaged_configs_path
+    from plugin.search.retrieval import packaged_configs_path
 
     configs = tmp_path / "retrieval.json"
     configs.write_text(packaged_configs_path().read_text())

@@ -1,4 +1,4 @@
-"""One contract, two fusion paths: client-side (``_msearch`` + ``plugin.fuse``) and server-side
+"""One contract, two fusion paths: client-side (``_msearch`` + ``plugin.search.fuse``) and server-side
 (``hybrid`` query + neural-search pipeline) must rank the same candidates the same way.
 
 The local cluster is built from Maven Central, where the neural-search plugin is not published,
@@ -8,10 +8,10 @@ the planner's refusals always run.
 """
 import pytest
 
-from plugin.hybrid import NEURAL_PLUGIN
-from plugin.matcher import Matcher, MatchRequest
+from plugin.search.hybrid import NEURAL_PLUGIN
+from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
-from plugin.retrieval import RetrievalConfig
+from plugin.search.retrieval import RetrievalConfig
 
 pytestmark = pytest.mark.integration
 

@@ -2,10 +2,10 @@
 import pytest
 
 from plugin.errors import BackendUnavailable, BadInput, ModelMismatch
-from plugin.matcher import Matcher, MatchRequest
+from plugin.search.matcher import Matcher, MatchRequest
 from plugin.settings import Settings
-from plugin.store import Store
-from plugin.templates import (IndexSpec, create_version, current_index, ensure_index,
+from plugin.index.store import Store
+from plugin.index.templates import (IndexSpec, create_version, current_index, ensure_index,
                               index_model, switch_alias)
 
 pytestmark = pytest.mark.integration
@@ -30,8 +30,8 @@ def test_ensure_index_is_idempotent_and_records_model(store, make_alias):
 
 
 def test_vector_is_searchable_but_not_in_source_and_reads_back_from_doc_values(store, make_alias):
-    from plugin.bench import base_documents
-    from plugin.queries import knn_query, read_candidates
+    from plugin.lab.bench import base_documents
+    from plugin.search.queries import knn_query, read_candidates
 
     alias = make_alias()
     ensure_index(store, IndexSpec(alias=alias, model="m", dimension=3))

@@ -71,12 +71,12 @@ def test_overlong_id_is_rejected_alone(store, embedder, make_alias, settings, tm
 
 def test_opensearch_rejection_is_reported_per_record(store, embedder, make_alias, settings, tmp_path):
     from plugin.ingest import Format, ingest, read_records
-    from plugin.templates import IndexSpec
+    from plugin.index.templates import IndexSpec
 
     alias = make_alias()
     spec = IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim)
     # an index whose mapping makes 'claimant' a date: OpenSearch refuses that one document
-    from plugin.templates import install_templates
+    from plugin.index.templates import install_templates
 
     install_templates(store, spec)
     store.create_index(f"{alias}-v1", {"mappings": {"_meta": spec.meta(),

@@ -4,7 +4,7 @@ from datetime import date
 
 import pytest
 
-from plugin.matcher import Matcher, MatchRequest
+from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
 from tests.conftest import SAMPLES
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from plugin.embedding import rebuilt_model_dir
-from plugin.embedding.build_e5 import BertShape
-from plugin.matcher import Matcher, MatchRequest
+from plugin.lab.build_e5 import BertShape
+from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
-from plugin.normalize import normalize_post
-from plugin.rerank import OnnxCrossEncoder, load_rerankers
-from plugin.retrieval import Rerank, get_config
+from plugin.search.normalize import normalize_post
+from plugin.search.rerank import OnnxCrossEncoder, load_rerankers
+from plugin.search.retrieval import Rerank, get_config
 from tests.conftest import SAMPLES
 from tests.tiny_cross_encoder import write_tiny_cross_encoder
 

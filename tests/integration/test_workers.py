@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def expected_signature(secret: str, timestamp: str, body: bytes) -> str:
-    """The documented scheme, computed here independently of ``plugin.webhooks``."""
+    """The documented scheme, computed here independently of ``plugin.service.webhooks``."""
     return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
 
 
@@ -114,7 +114,7 @@ def test_failed_job_has_a_problem(client, auth, worker, app, api_services):
     resp = client.post("/v1/verify", json={"claim": "anything", "config": "no-such-config"}, headers=auth)
     assert resp.status_code == 400 and "no-such-config" in problem_of(resp)["detail"]
     # a job that fails in the worker (its configuration vanished after it was queued)
-    from plugin.jobs import JobKind
+    from plugin.service.jobs import JobKind
     from workers.app import TASKS
 
     job, _ = api_services.jobs.create(JobKind.VERIFY, {"claim": "anything", "config": "no-such-config"})

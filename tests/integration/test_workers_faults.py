@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def deployment(settings, store, embedder, tmp_path):
     from api import create_app
-    from plugin.services import Services
+    from plugin.service.services import Services
 
     fault_settings = namespaced(settings, "kill-" + uuid.uuid4().hex[:8])
     services = Services(fault_settings, store=store, embedder=embedder)

@@ -7,7 +7,7 @@ import shlex
 import pytest
 import yaml
 
-from plugin.cli import build_parser
+from cli.main import build_parser
 from plugin.settings import Settings
 from tests.conftest import ROOT
 

@@ -1,7 +1,7 @@
 """Fusion, checked against hand-computed values."""
 import pytest
 
-from plugin.fuse import hits_from_response, minmax_fuse, rrf_fuse
+from plugin.search.fuse import hits_from_response, minmax_fuse, rrf_fuse
 from plugin.models import Hit
 
 

@@ -1,8 +1,8 @@
 """Server-side fusion planning (pure): what fits a hybrid query, and why not."""
 import pytest
 
-from plugin.hybrid import NEURAL_PLUGIN, normalised_weights, server_plan
-from plugin.retrieval import get_config
+from plugin.search.hybrid import NEURAL_PLUGIN, normalised_weights, server_plan
+from plugin.search.retrieval import get_config
 
 B = {"_source": ["id"], "query": {"match": {"claim": "x"}}}
 K = {"_source": ["id"], "query": {"knn": {"embedding": {"vector": [1.0], "k": 10}}}}
@@ -50,7 +50,7 @@ def test_normalised_weights():
 
 
 def test_hybrid_body_asks_for_what_the_subqueries_ask_for():
-    from plugin.queries import bm25_query, knn_query
+    from plugin.search.queries import bm25_query, knn_query
 
     bodies = {"a": bm25_query("x", lang="en", filters=None, size=10),
               "b": knn_query([1.0], filters=None, size=10)}

@@ -1,5 +1,5 @@
 """The jobs index bodies (pure)."""
-from plugin.jobs import JobStatus, jobs_index_bodies
+from plugin.service.jobs import JobStatus, jobs_index_bodies
 
 
 def test_jobs_index_template_and_first_index():

@@ -2,8 +2,8 @@
 import pytest
 
 from plugin.errors import BadInput
-from plugin.keys import Scope, hash_key, window
-from plugin.kv import redact_url
+from plugin.service.keys import Scope, hash_key, window
+from plugin.service.kv import redact_url
 
 
 def test_hash_key_is_sha256_hex():

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from plugin.errors import BadInput
-from plugin.matcher import Matcher, MatchRequest, boost, collapse, same_claim
+from plugin.search.matcher import Matcher, MatchRequest, boost, collapse, same_claim
 from plugin.models import Fused, Hit, Mode
-from plugin.retrieval import get_config
+from plugin.search.retrieval import get_config
 from plugin.settings import Settings
-from plugin.variants import debunk_variant
+from plugin.search.variants import debunk_variant
 
 
 class StubEmbedder:
@@ -129,7 +129,7 @@ class FakeStore:
 
 
 def fake_matcher(store, **cfg):
-    from plugin.retrieval import RetrievalConfig
+    from plugin.search.retrieval import RetrievalConfig
 
     config = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}, {"kind": "dense"}],
                                              "candidates": 20, **cfg})
@@ -174,7 +174,7 @@ def test_reranked_head_has_sources():
             assert all(passages), "every reranked candidate has its text"
             return [float(i) for i in range(len(passages))]  # reverses the head
 
-    from plugin.retrieval import Rerank
+    from plugin.search.retrieval import Rerank
 
     ids = [str(i) for i in range(30)]
     store = FakeStore({d: f"claim {d}" for d in ids}, bm25=ids, dense=ids)

@@ -5,7 +5,7 @@ from datetime import date
 
 import pytest
 
-from plugin.normalize import extract_post_date, normalize_post, split_camel_case
+from plugin.search.normalize import extract_post_date, normalize_post, split_camel_case
 
 NORMALIZE = [
     # URLs, pic.twitter.com (often glued to the previous word)

@@ -4,7 +4,7 @@ from datetime import date
 import pytest
 
 from plugin.models import Hit
-from plugin.queries import (CANDIDATE_FIELDS, Filters, SOURCE_FIELDS, bm25_query, date_clause,
+from plugin.search.queries import (CANDIDATE_FIELDS, Filters, SOURCE_FIELDS, bm25_query, date_clause,
                             filter_query, knn_query, read_candidates, sources_by_id, sources_query,
                             text_fields)
 

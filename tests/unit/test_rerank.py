@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from plugin.errors import ModelUnavailable
-from plugin.rerank import (
+from plugin.search.rerank import (
     RERANKER_MANIFEST,
     OnnxCrossEncoder,
     SentenceTransformersCrossEncoder,
@@ -22,7 +22,7 @@ from plugin.rerank import (
     load_rerankers,
     resolve_reranker_path,
 )
-from plugin.retrieval import get_config
+from plugin.search.retrieval import get_config
 from plugin.settings import Settings
 from tests.tiny_cross_encoder import TINY_CE, numpy_logit, random_cross_encoder, write_tiny_cross_encoder
 
@@ -49,7 +49,7 @@ def _settings(tmp_path: Path) -> Settings:
 # -- the graph ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", ["ORT_DISABLE_ALL", "ORT_ENABLE_ALL"])
 def test_classifier_graph_matches_numpy_reference(level: str) -> None:
-    from plugin.embedding.build_e5 import bert_classifier_onnx_model
+    from plugin.lab.build_e5 import bert_classifier_onnx_model
 
     weights = random_cross_encoder(TINY_CE, seed=3)
     model = bert_classifier_onnx_model(weights, TINY_CE)
@@ -71,7 +71,7 @@ def test_classifier_graph_matches_numpy_reference(level: str) -> None:
 
 
 def test_classifier_graph_accepts_bertmodel_names() -> None:
-    from plugin.embedding.build_e5 import bert_classifier_onnx_model
+    from plugin.lab.build_e5 import bert_classifier_onnx_model
 
     prefixed = random_cross_encoder(TINY_CE, seed=4)
     plain = {k.removeprefix("bert."): v for k, v in prefixed.items()}
@@ -144,7 +144,7 @@ def test_sequences_are_capped_at_the_position_table(ce_dir: Path) -> None:
 def test_int8_file_is_preferred_and_ranks_alike(ce_dir: Path, tmp_path: Path) -> None:
     import shutil
 
-    from plugin.embedding.build_e5 import quantize_int8
+    from plugin.lab.build_e5 import quantize_int8
 
     folder = tmp_path / "ce"
     shutil.copytree(ce_dir, folder)
@@ -261,7 +261,7 @@ def test_load_rerankers_skips_unavailable_and_shares_instances(
     _install(ce_dir, settings.model_cache_dir / "rerankers" / "tiny")
     configs = _configs({"plain": None, "a": "rerankers/tiny", "b": "rerankers/tiny",
                         "hub": "BAAI/bge-reranker-v2-m3"})
-    with caplog.at_level(logging.WARNING, logger="plugin.rerank"):
+    with caplog.at_level(logging.WARNING, logger="plugin.search.rerank"):
         got = load_rerankers(configs, settings)
     assert set(got) == {"a", "b"} and got["a"] is got["b"]
     assert isinstance(got["a"], OnnxCrossEncoder)
@@ -270,7 +270,7 @@ def test_load_rerankers_skips_unavailable_and_shares_instances(
 
 
 def test_import_is_cheap() -> None:
-    code = ("import sys, plugin.rerank; "
+    code = ("import sys, plugin.search.rerank; "
             "heavy = {'torch', 'transformers', 'sentence_transformers', 'onnxruntime', 'tokenizers'}; "
             "print(sorted(heavy & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from plugin.errors import BadInput, ModelUnavailable
+from plugin.search.rerank import passage as passage_text
 from plugin.settings import Settings
-from plugin.train_reranker import (
+from plugin.lab.train_reranker import (
     TrainingGroup,
     _batches,
     _sample_epoch,
@@ -22,7 +23,6 @@ from plugin.train_reranker import (
     _spearman,
     mine_groups,
     output_dir,
-    passage_text,
     sha1_digit,
     train_reranker,
     training_query_ids,

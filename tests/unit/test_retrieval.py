@@ -4,7 +4,7 @@ import json
 import pytest
 
 from plugin.errors import BadInput
-from plugin.retrieval import RetrievalConfig, default_config_name, get_config, load_configs
+from plugin.search.retrieval import RetrievalConfig, default_config_name, get_config, load_configs
 
 REQUIRED = {"bm25", "dense", "sieve", "hybrid-rrf", "multiquery"}
 
@@ -49,7 +49,7 @@ def test_retriever_names():
 
 
 def test_record_scores_replaces_the_same_dataset_and_mode_only() -> None:
-    from plugin.retrieval import RECORDED_METRICS, record_scores
+    from plugin.search.retrieval import RECORDED_METRICS, record_scores
 
     metrics = {m: 0.5 for m in RECORDED_METRICS}
     doc = {"default": "a", "configs": {

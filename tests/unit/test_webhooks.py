@@ -2,7 +2,7 @@
 import pytest
 
 from plugin.errors import BadInput
-from plugin.webhooks import (Event, backoff_delay, check_url, delivery_id, is_public_address, sign,
+from plugin.service.webhooks import (Event, backoff_delay, check_url, delivery_id, is_public_address, sign,
                              verify_signature, wants)
 
 # HMAC-SHA256("whsec_test", '1700000000.{"a":1}'), from `openssl dgst -sha256 -hmac whsec_test`

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugin.embedding import OnnxEmbedder, build_test_model, load_embedder, rebuilt_model_dir
-from plugin.embedding import build_e5
-from plugin.embedding.build_e5 import BUILDER_VERSION, INSTALL_HINT, MANIFEST
+from plugin.embedding import OnnxEmbedder, load_embedder, rebuilt_model_dir
+from plugin.lab.build_e5 import build_test_model
+from plugin.lab import build_e5
+from plugin.lab.build_e5 import BUILDER_VERSION, INSTALL_HINT, MANIFEST
 from plugin.errors import ModelUnavailable
 from plugin.settings import TEST_MODEL, Settings
 

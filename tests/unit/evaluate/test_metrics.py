@@ -1,7 +1,7 @@
 """Metrics against hand-computed values."""
 import pytest
 
-from plugin.evaluate.metrics import (average_precision_at_k, evaluate_run, recall_at_k,
+from plugin.lab.evaluate.metrics import (average_precision_at_k, evaluate_run, recall_at_k,
                                      reciprocal_rank_at_k, success_at_k)
 
 RANKED = ["a", "b", "c", "d", "e"]

@@ -1,5 +1,5 @@
 """The Celery configuration derived from the settings (no broker needed)."""
-from plugin.jobs import JobKind
+from plugin.service.jobs import JobKind
 from plugin.settings import Settings
 from workers.app import DELIVER, QUEUES, ROUTES, TASKS, celery_config, create_celery
 

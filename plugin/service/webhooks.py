@@ -26,10 +26,10 @@ from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import BadInput, NotFound
-from .jobs import now_iso
-from .kv import KV
-from .settings import Settings
+from plugin.errors import BadInput, NotFound
+from plugin.service.jobs import now_iso
+from plugin.service.kv import KV
+from plugin.settings import Settings
 
 SIGNATURE_HEADER = "X-FactSieve-Signature"
 TIMESTAMP_HEADER = "X-FactSieve-Timestamp"

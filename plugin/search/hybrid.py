@@ -6,7 +6,7 @@ limits decide what fits: at most 5 sub-queries, the hybrid query must be top-lev
 must sum to 1 (normalisation) and RRF takes no weights in 2.19, and a hybrid query sent without
 its pipeline silently returns unfused scores. ``server_plan`` checks all of that and returns
 either a plan or the reason it does not fit; the matcher then fuses client-side over one
-``_msearch`` (``plugin.fuse``), which gives the same ranking for every plan that does fit.
+``_msearch`` (``plugin.search.fuse``), which gives the same ranking for every plan that does fit.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .retrieval import Fusion, RetrievalConfig
-from .templates import load_template, render
+from plugin.search.retrieval import Fusion, RetrievalConfig
+from plugin.index.templates import load_template, render
 
 MAX_SUBQUERIES = 5
 NEURAL_PLUGIN = "opensearch-neural-search"

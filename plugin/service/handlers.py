@@ -8,15 +8,16 @@ deliveries are planned under deterministic ids.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from .ingest import Format, ingest, parse_bytes
-from .matcher import MatchRequest
-from .models import Mode
-from .services import Services
-from .verify import previously_fact_checked
-from .webhooks import Event, wants
+from plugin.ingest import Format, ingest, parse_bytes
+from plugin.search.matcher import MatchRequest
+from plugin.models import Mode
+from plugin.service.services import Services
+from plugin.verify import previously_fact_checked
+from plugin.service.webhooks import Event, wants
 
 RERANK_CONFIG = "hybrid-rerank"
 
@@ -31,8 +32,8 @@ def match_request(inp: dict[str, Any], text_field: str = "text") -> MatchRequest
 
 def run_verify(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
-    matcher, reranked = services.matcher(inp.get("config"), rerank=True)
-    return previously_fact_checked(matcher, match_request(inp, "claim"), reranked=reranked)
+    matcher = services.matcher(inp.get("config"), rerank=True)
+    return previously_fact_checked(matcher, match_request(inp, "claim"))
 
 
 def rerank_config(services: Services, requested: str | None) -> str | None:
@@ -40,19 +41,17 @@ def rerank_config(services: Services, requested: str | None) -> str | None:
     deployment has it, else the default."""
     if requested:
         return requested
-    from .retrieval import load_configs
+    from plugin.search.retrieval import load_configs
 
     return RERANK_CONFIG if RERANK_CONFIG in load_configs() else None
 
 
 def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
-    matcher, reranked = services.matcher(rerank_config(services, inp.get("config")), rerank=True)
-    result = matcher.match(match_request(inp)).to_dict()
-    result["reranked"] = reranked
-    if not reranked:
-        result["note"] = ("no reranker is configured for configuration "
-                          f"{result['config']!r}: the matches are in fused (first-stage) order")
+    matcher = services.matcher(rerank_config(services, inp.get("config")), rerank=True)
+    result = matcher.match(replace(match_request(inp), rerank=True)).to_dict()
+    if result["notes"]:
+        result["note"] = " ".join(result["notes"])
     return result
 
 
@@ -62,8 +61,7 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     data = services.jobs.body(job["id"]).encode("utf-8")
     records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
     report = ingest(records, store=services.store, embedder=services.embedder,
-                    index=services.settings.index, batch_size=services.settings.embedding_batch_size,
-                    seed=services.settings.langdetect_seed)
+                    index=services.settings.index, batch_size=services.settings.embedding_batch_size)
     return report.to_dict()
 
 
@@ -72,7 +70,7 @@ def run_post(services: Services, job: dict[str, Any],
     """Match a post, then plan and enqueue a ``post.matched`` delivery for every subscription
     whose filters it passes and whose threshold its best match clears."""
     post = job["input"]["post"]
-    matcher, _ = services.matcher(job["input"].get("config"))
+    matcher = services.matcher(job["input"].get("config"))
     result = matcher.match(match_request(post)).to_dict()
     best = result["matches"][0]["score"] if result["matches"] else None
     deliveries = []

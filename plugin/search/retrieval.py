@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import BadInput
+from plugin.errors import BadInput
 
 
 class RetrieverKind(str, Enum):
@@ -87,7 +87,7 @@ class RetrievalConfig(BaseModel):
 
 def _read(path: Path | None) -> dict[str, Any]:
     if path is None:
-        text = resources.files("plugin").joinpath("configs/retrieval.json").read_text(encoding="utf-8")
+        text = resources.files("plugin.search").joinpath("configs/retrieval.json").read_text(encoding="utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
     return json.loads(text)
@@ -137,7 +137,7 @@ def write_scores(path: Path, result: dict[str, Any], *, on: str) -> None:
 
 
 def packaged_configs_path() -> Path:
-    return Path(str(resources.files("plugin").joinpath("configs/retrieval.json")))
+    return Path(str(resources.files("plugin.search").joinpath("configs/retrieval.json")))
 
 
 def default_config_name(path: Path | None = None) -> str:

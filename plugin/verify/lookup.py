@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .matcher import Matcher, MatchRequest
-from .models import Verdict, normalise_rating
+from plugin.search.matcher import Matcher, MatchRequest
+from plugin.models import Verdict, normalise_rating
 
 STAGE = "previously-fact-checked"
 NOTE = ("Only the previously-fact-checked stage ran: the verdict is the published rating of the "
@@ -20,8 +20,7 @@ NOTE = ("Only the previously-fact-checked stage ran: the verdict is the publishe
         "match score and the cited claim before relying on it.")
 
 
-def previously_fact_checked(matcher: Matcher, request: MatchRequest, *,
-                            reranked: bool = False) -> dict[str, Any]:
+def previously_fact_checked(matcher: Matcher, request: MatchRequest) -> dict[str, Any]:
     result = matcher.match(request)
     best = result.matches[0] if result.matches else None
     if best is None:
@@ -34,4 +33,4 @@ def previously_fact_checked(matcher: Matcher, request: MatchRequest, *,
                                              "published_at", "lang", "score")}
     return {"stage": STAGE, "note": NOTE, "claim": request.text, "lang": result.lang,
             "verdict": verdict, "rating": rating, "citation": citation,
-            "config": result.config, "reranked": reranked, "matches": result.matches}
+            "config": result.config, "reranked": result.reranked, "matches": result.matches}

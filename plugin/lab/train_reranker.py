@@ -52,15 +52,15 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import BadInput, ModelUnavailable
+from plugin.errors import BadInput, ModelUnavailable
+from plugin.search.rerank import passage
 
 if TYPE_CHECKING:  # the training half runs on boxes with torch but without our API stack
-    from .settings import Settings
+    from plugin.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -102,21 +102,14 @@ def training_query_ids(queries: list[dict[str, Any]]) -> tuple[list[str], str]:
     return ids, rule
 
 
-def passage_text(source: dict[str, Any]) -> str:
-    """A fact-check as ``Matcher`` gives it to the reranker (title + claim)."""
-    from .matcher import _passage
-
-    return _passage(SimpleNamespace(source=source))  # type: ignore[arg-type]
-
-
 # -- hard negatives -------------------------------------------------------------------------------
 def mine_groups(matcher: Any, store: Any, alias: str, queries: list[dict[str, Any]],
                 qrels: dict[str, set[str]], train_ids: list[str], *, depth: int = 50
                 ) -> list[TrainingGroup]:
     """Run the first stage for every training query; one group per (query, relevant fact-check)."""
-    from .matcher import MatchRequest
-    from .models import Mode
-    from .normalize import normalize_post
+    from plugin.search.matcher import MatchRequest
+    from plugin.models import Mode
+    from plugin.search.normalize import normalize_post
 
     allowed = set(train_ids)
     groups: list[TrainingGroup] = []
@@ -128,12 +121,12 @@ def mine_groups(matcher: Any, store: Any, alias: str, queries: list[dict[str, An
         result = matcher.match(MatchRequest(text=q["text"], lang=q.get("lang"), mode=Mode.CROSS,
                                             k=depth))
         relevant = qrels[qid]
-        negatives = tuple(passage_text(m) for m in result.matches if m["id"] not in relevant)
+        negatives = tuple(passage(m) for m in result.matches if m["id"] not in relevant)
         text = normalize_post(q["text"]) or q["text"].strip()
         for doc_id in sorted(relevant):
             if doc_id not in positives:
                 src = store.find(alias, doc_id)
-                positives[doc_id] = passage_text(src) if src else None
+                positives[doc_id] = passage(src) if src else None
             if positives[doc_id] is None:
                 log.warning("query %s: relevant fact-check %s is not in %s", qid, doc_id, alias)
                 continue
@@ -497,7 +490,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 def check_int8(folder: Path, groups: list[TrainingGroup], max_length: int) -> dict[str, Any]:
     """Rank each check group with the fp32 and the int8 graph and compare."""
-    from .rerank import OnnxCrossEncoder
+    from plugin.search.rerank import OnnxCrossEncoder
 
     fp32 = OnnxCrossEncoder(folder, max_seq_length=max_length, model_file=folder / "onnx" / "model.onnx")
     int8 = OnnxCrossEncoder(folder, max_seq_length=max_length,
@@ -525,7 +518,7 @@ def write_int8(folder: Path, check_groups: list[TrainingGroup], max_length: int
     ``bert_classifier_onnx_model`` over the same weights (whose fp32 logits equal the export's),
     so fp32 stays the default there.
     """
-    from .embedding.build_e5 import quantize_int8
+    from plugin.lab.build_e5 import quantize_int8
 
     onnx_dir = folder / "onnx"
     int8 = onnx_dir / "model_int8.onnx"
@@ -542,7 +535,7 @@ def write_int8(folder: Path, check_groups: list[TrainingGroup], max_length: int
 # -- the command ----------------------------------------------------------------------------------
 def output_dir(out: str | Path, settings: Settings) -> Path:
     """A bare name goes under ``model_cache_dir/rerankers``; anything path-like is a path."""
-    from .rerank import RERANKERS_DIR
+    from plugin.search.rerank import RERANKERS_DIR
 
     text = str(out)
     if not text or text in (".", ".."):
@@ -554,7 +547,7 @@ def output_dir(out: str | Path, settings: Settings) -> Path:
 
 def base_model_dir(settings: Settings, base: str | None = None) -> Path:
     """The encoder to start from: ``base`` or the configured embedding model, as a local folder."""
-    from .embedding import TEST_MODEL, rebuilt_model_dir
+    from plugin.embedding import TEST_MODEL, rebuilt_model_dir
 
     name = base or settings.embedding_model
     folder = rebuilt_model_dir(settings) if name == TEST_MODEL else Path(name).expanduser()
@@ -567,10 +560,10 @@ def base_model_dir(settings: Settings, base: str | None = None) -> Path:
 def mine(settings: Settings, dataset_path: Path, *, first_stage: str = FIRST_STAGE, depth: int = 50,
          max_queries: int | None = None) -> tuple[list[TrainingGroup], dict[str, Any]]:
     """Hard negatives for every training query from ``first_stage`` over the dataset's index."""
-    from .embedding import load_embedder
-    from .evaluate.run import ensure_dataset_index, load_dataset
-    from .matcher import Matcher
-    from .store import Store
+    from plugin.embedding import load_embedder
+    from plugin.lab.evaluate.run import ensure_dataset_index, load_dataset
+    from plugin.search.matcher import Matcher
+    from plugin.index.store import Store
 
     dataset = load_dataset(dataset_path)
     train_ids, rule = training_query_ids(dataset.queries)
@@ -645,7 +638,7 @@ def train_reranker(settings: Settings, dataset_path: Path | None, out: str | Pat
                 "first_stage": meta["first_stage"], "mining_s": meta["mining_s"]}
 
     torch, transformers = _torch()
-    from .embedding.onnx_backend import default_threads
+    from plugin.embedding.onnx_backend import default_threads
 
     base_dir = base_model_dir(settings, base)
     torch.manual_seed(seed)
@@ -700,8 +693,8 @@ def finish(model: Any, tok: Any, groups: list[TrainingGroup], meta: dict[str, An
            trained_on: dict[str, Any], t_start: float, torch: Any, transformers: Any) -> dict[str, Any]:
     """Save the model folder atomically: weights, tokenizer, ONNX (checked against torch), the
     int8 copy when it ranks like fp32, and the manifest with the training query ids."""
-    from .embedding.build_e5 import swap_in
-    from .rerank import RERANKER_MANIFEST, OnnxCrossEncoder
+    from plugin.lab.build_e5 import swap_in
+    from plugin.search.rerank import RERANKER_MANIFEST, OnnxCrossEncoder
 
     max_length = hparams["max_length"]
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -17,14 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from .embedding import Embedder
-from .evaluate.run import Dataset, _pct, ensure_dataset_index
-from .matcher import Matcher, MatchRequest
-from .models import Mode
-from .retrieval import RetrievalConfig
-from .settings import Settings
-from .store import Store
-from .templates import IndexSpec, current_index, ensure_index
+from plugin.embedding import Embedder
+from plugin.lab.evaluate.run import Dataset, _pct, ensure_dataset_index
+from plugin.search.matcher import Matcher, MatchRequest
+from plugin.models import Mode
+from plugin.search.retrieval import RetrievalConfig
+from plugin.settings import Settings
+from plugin.index.store import Store
+from plugin.index.templates import IndexSpec, current_index, ensure_index
 
 
 def _rss_mb() -> float:

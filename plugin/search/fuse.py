@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .models import Fused, Hit
+from plugin.models import Fused, Hit
 
 
 def _finish(scores: dict[str, float], contributions: dict[str, dict[str, Hit]]) -> list[Fused]:

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..embedding import Embedder
-from ..errors import BadInput, FactSieveError
-from ..ingest import Format, ingest, read_records
-from ..matcher import Matcher, MatchRequest
-from ..models import Mode
-from ..retrieval import RetrievalConfig
-from ..settings import Settings
-from ..store import Store
-from ..templates import IndexSpec, current_index, ensure_index, index_model
-from .metrics import evaluate_run
+from plugin.embedding import Embedder
+from plugin.errors import BadInput, FactSieveError
+from plugin.ingest import Format, ingest, read_records
+from plugin.search.matcher import Matcher, MatchRequest
+from plugin.models import Mode
+from plugin.search.retrieval import RetrievalConfig
+from plugin.settings import Settings
+from plugin.index.store import Store
+from plugin.index.templates import IndexSpec, current_index, ensure_index, index_model
+from plugin.lab.evaluate.metrics import evaluate_run
 
 
 @dataclass
@@ -93,8 +93,7 @@ def ensure_dataset_index(store: Store, embedder: Embedder, dataset: Dataset,
     ensure_index(store, spec)
     t0 = time.perf_counter()
     report = ingest(read_records([dataset.path / "factchecks.jsonl"], Format.jsonl), store=store,
-                    embedder=embedder, index=alias, batch_size=settings.embedding_batch_size,
-                    seed=settings.langdetect_seed)
+                    embedder=embedder, index=alias, batch_size=settings.embedding_batch_size)
     secs = time.perf_counter() - t0
     # the corpus is only read from now on: one segment is what a long-lived production index
     # converges to, and evaluate/bench numbers should not depend on how the bulk load split it
@@ -154,7 +153,7 @@ def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
                      dataset: Dataset) -> set[str]:
     """Query ids a trained reranker of these configurations saw for this dataset: every
     configuration is then scored on the other queries only, so the comparison stays fair."""
-    from ..rerank import read_manifest, resolve_reranker_path
+    from plugin.search.rerank import read_manifest, resolve_reranker_path
 
     seen: set[str] = set()
     for cfg in configs.values():

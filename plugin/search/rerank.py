@@ -17,10 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .embedding.onnx_backend import find_onnx_model, open_session, open_tokenizer
-from .errors import FactSieveError, ModelUnavailable
-from .retrieval import RetrievalConfig
-from .settings import Settings
+from plugin.embedding.onnx_backend import find_onnx_model, open_session, open_tokenizer
+from plugin.errors import FactSieveError, ModelUnavailable
+from plugin.search.retrieval import RetrievalConfig
+from plugin.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -215,3 +215,10 @@ def load_rerankers(configs: dict[str, RetrievalConfig], settings: Settings) -> d
             out[name] = loaded[model]
     return out
 
+
+def passage(source: dict[str, Any] | None) -> str:
+    """The text a cross-encoder reads for a fact-check: its title and claim (the claim alone
+    when the title only repeats it). Reranker training builds its pairs with the same text."""
+    src = source or {}
+    title, claim = src.get("title") or "", src.get("claim") or ""
+    return f"{title}\n{claim}" if title and title.strip().lower() != claim.strip().lower() else claim

@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from .errors import BackendUnavailable, NotFound
-from .kv import KV
-from .settings import Settings
-from .store import Store
-from .templates import load_template, render
+from plugin.errors import BackendUnavailable, NotFound
+from plugin.service.kv import KV
+from plugin.settings import Settings
+from plugin.index.store import Store
+from plugin.index.templates import load_template, render
 
 
 class JobStatus(str, Enum):

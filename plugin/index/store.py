@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
-from .errors import BackendError, BackendUnavailable, BadInput, NotFound
-from .settings import Settings
+from plugin.errors import BackendError, BackendUnavailable, BadInput, NotFound
+from plugin.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

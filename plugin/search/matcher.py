@@ -17,20 +17,21 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Protocol
 
-from .embedding import Embedder
-from .errors import BadInput
-from .fuse import minmax_fuse, rrf_fuse
-from .hybrid import server_plan
-from .lang import detect_language
-from .models import Fused, Mode
-from .normalize import normalize_post
-from .queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
+from plugin.embedding import Embedder
+from plugin.errors import BadInput
+from plugin.search.fuse import minmax_fuse, rrf_fuse
+from plugin.search.hybrid import server_plan
+from plugin.search.lang import detect_language
+from plugin.models import Fused, Mode
+from plugin.search.normalize import normalize_post
+from plugin.search.rerank import passage
+from plugin.search.queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
                       sources_by_id, sources_query)
-from .retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
-from .settings import Settings
-from .store import Store
-from .templates import check_model
-from .variants import VARIANTS
+from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
+from plugin.settings import Settings
+from plugin.index.store import Store
+from plugin.index.templates import check_model
+from plugin.search.variants import VARIANTS
 
 _LANG = re.compile(r"^[a-z]{2,3}$")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -52,6 +53,9 @@ class MatchRequest:
     within_days: int | None = None
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    #: ``None``: rerank whenever the configuration has a rerank stage and the matcher a reranker;
+    #: ``True``: the caller asked for it (the result notes when it could not); ``False``: never.
+    rerank: bool | None = None
 
     def validated(self) -> MatchRequest:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -76,10 +80,12 @@ class MatchResult:
     took_ms: float
     config: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    reranked: bool = False
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
-                "matches": self.matches}
+                "reranked": self.reranked, "notes": list(self.notes), "matches": self.matches}
 
 
 def same_claim(a: str, b: str, threshold: float) -> bool:
@@ -190,7 +196,7 @@ class Matcher:
         t0 = time.perf_counter()
         self._check_model()
         text = normalize_post(req.text) or req.text.strip()
-        lang = req.lang or detect_language(text, seed=self.settings.langdetect_seed)
+        lang = req.lang or detect_language(text)
         t1 = time.perf_counter()
         bodies, weights = self.plan(req, text, lang, cfg)
         t2 = time.perf_counter()
@@ -209,7 +215,7 @@ class Matcher:
         mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
         fused = boost(fused, cfg.boosts, lang, self.SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
         t4 = time.perf_counter()
-        reranking = cfg.rerank is not None and self.reranker is not None
+        reranking = self.will_rerank(req, cfg)
         head = max(req.k, cfg.rerank.top if reranking and cfg.rerank else 0)
         sourced = min(len(fused), fused_head(head, req.k, cfg.collapse))
         fused = self._fetch_sources(fused, 0, sourced)
@@ -233,8 +239,17 @@ class Matcher:
         timings = {"normalize_ms": (t1 - t0) * 1e3, "embed_ms": (t2 - t1) * 1e3,
                    "search_ms": (t3 - t2) * 1e3, "fetch_ms": (t5 - t4 + t7 - t6) * 1e3,
                    "fuse_ms": (t4 - t3 + t8 - t7) * 1e3, "rerank_ms": (t6 - t5) * 1e3}
+        notes = () if reranking or req.rerank is not True else (
+            f"no reranker is configured for configuration {cfg.name!r}: "
+            "the matches are in fused (first-stage) order",)
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
-                           timings_ms=timings)
+                           timings_ms=timings, reranked=reranking, notes=notes)
+
+    def will_rerank(self, req: MatchRequest, cfg: RetrievalConfig) -> bool:
+        """The one place that decides whether a match is reranked: the request does not refuse it,
+        the configuration has a rerank stage, and this matcher was given a reranker for it
+        (``Services.matcher`` loads one only when the caller asks)."""
+        return req.rerank is not False and cfg.rerank is not None and self.reranker is not None
 
     def _fetch_sources(self, fused: list[Fused], start: int, end: int) -> list[Fused]:
         """``fused`` with the ``_source`` of ``fused[start:end]`` attached (one search). A
@@ -267,7 +282,7 @@ class Matcher:
                 ) -> tuple[list[Fused], dict[str, float]]:
         assert cfg.rerank is not None and self.reranker is not None
         head, tail = fused[: cfg.rerank.top], fused[cfg.rerank.top:]
-        passages = [_passage(f) for f in head]
+        passages = [passage(f.source) for f in head]
         scores = self.reranker.score(text, passages)
         by_id = dict(zip((f.id for f in head), scores))
         w = cfg.rerank.weight
@@ -293,12 +308,6 @@ def with_source(f: Fused, source: dict[str, Any] | None) -> Fused:
     if source is None:
         return f
     return replace(f, contributions={q: replace(h, source=source) for q, h in f.contributions.items()})
-
-
-def _passage(f: Fused) -> str:
-    src = f.source or {}
-    title, claim = src.get("title") or "", src.get("claim") or ""
-    return f"{title}\n{claim}" if title and title.strip().lower() != claim.strip().lower() else claim
 
 
 def _match_dict(f: Fused, rerank_score: float | None = None) -> dict[str, Any]:

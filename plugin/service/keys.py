@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from .errors import BadInput, NotFound, RateLimited, Unauthorized
-from .kv import KV
-from .settings import Settings
+from plugin.errors import BadInput, NotFound, RateLimited, Unauthorized
+from plugin.service.kv import KV
+from plugin.settings import Settings
 
 
 class Scope(str, Enum):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .errors import BadInput, ModelMismatch, NotFound
-from .settings import Settings
-from .store import Store
+from plugin.errors import BadInput, ModelMismatch, NotFound
+from plugin.settings import Settings
+from plugin.index.store import Store
 
 SCHEMA_VERSION = 1
 COMPONENTS = ("factsieve-factcheck-fields",)

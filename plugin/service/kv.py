@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from redis import exceptions as rx
 
-from .errors import BackendError, BackendUnavailable
-from .settings import Settings
+from plugin.errors import BackendError, BackendUnavailable
+from plugin.settings import Settings
 
 T = TypeVar("T")
 

@@ -1,0 +1,1 @@
+"""The ``factsieve`` command line: an edge beside ``api`` and ``workers``."""

@@ -1,0 +1,76 @@
+"""Commands that run and administer the service: the HTTP API, the workers, API keys."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from plugin.service.services import Services
+
+from cli.common import dump
+
+
+def cmd_serve(args: argparse.Namespace, services: Services) -> int:
+    from api.server import serve
+
+    serve(services.settings, host=args.host, port=args.port, workers=args.workers, threads=args.threads,
+          timeout=args.timeout, access_log=args.access_log)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, services: Services) -> int:
+    from workers.app import QUEUES, create_celery
+
+    queues = args.queues or ",".join(QUEUES)
+    argv = ["worker", f"--queues={queues}", f"--loglevel={args.loglevel}",
+            f"--concurrency={args.concurrency or services.settings.worker_concurrency}",
+            f"--pool={args.pool}", "--without-gossip", "--without-mingle"]
+    if args.hostname:
+        argv.append(f"--hostname={args.hostname}")
+    create_celery(services.settings).worker_main(argv)
+    return 0
+
+
+def cmd_keys_create(args: argparse.Namespace, services: Services) -> int:
+    from plugin.service.keys import Scope
+
+    record, key = services.keys.create(args.name, Scope.parse(args.scope))
+    dump({"id": record.id, "key": key, "name": record.name, "scope": record.scope.value})
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace, services: Services) -> int:
+    dump(services.keys.list())
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace, services: Services) -> int:
+    services.keys.revoke(args.id)
+    dump({"revoked": args.id})
+    return 0
+
+
+def register(sub: Any, add: Any) -> None:
+    sp = add("serve", cmd_serve, "run the HTTP API under gunicorn")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    sp.add_argument("--threads", type=int, default=1, help="threads per worker (gthread when > 1)")
+    sp.add_argument("--timeout", type=int, default=60, help="seconds before a stuck worker is restarted")
+    sp.add_argument("--access-log", action="store_true", help="log every request to stderr")
+
+    sp = add("worker", cmd_worker, "run a Celery worker for the job queues")
+    sp.add_argument("--queues", help="comma-separated (default: match,rerank,verify,ingest,webhooks)")
+    sp.add_argument("--concurrency", type=int, help="processes (default FACTSIEVE_WORKER_CONCURRENCY)")
+    sp.add_argument("--pool", default="prefork", choices=["prefork", "solo", "threads"],
+                    help="prefork enforces time limits; solo is one process, for tests")
+    sp.add_argument("--loglevel", default="INFO")
+    sp.add_argument("--hostname", help="Celery node name, e.g. w1@%%h")
+
+    keys = sub.add_parser("keys", help="API keys").add_subparsers(
+        dest="keys_command", required=True, metavar="COMMAND")
+    sp = add("create", cmd_keys_create, "create an API key and print it once (stored hashed)", keys)
+    sp.add_argument("--name", required=True, help="who or what uses the key")
+    sp.add_argument("--scope", default="write", help="read (GET, match, verify, rerank) or write (everything)")
+    add("list", cmd_keys_list, "list API keys (ids and names, never the keys)", keys)
+    sp = add("revoke", cmd_keys_revoke, "revoke an API key by id", keys)
+    sp.add_argument("id")

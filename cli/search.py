@@ -1,0 +1,84 @@
+"""Commands that match posts against the corpus: ``match``, ``demo``, ``configs``."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from plugin.models import Mode
+from plugin.search.matcher import MatchRequest
+from plugin.service.services import Services
+
+from cli.common import dump, parse_date, print_matches
+
+
+def match_request(args: argparse.Namespace, text: str) -> MatchRequest:
+    return MatchRequest(text=text, lang=args.lang, date=parse_date(args.date),
+                        mode=Mode.parse(args.mode), k=args.k, within_days=args.within_days,
+                        allow=tuple(args.allow or ()), deny=tuple(args.deny or ()),
+                        rerank=True if args.rerank else False)
+
+
+def cmd_match(args: argparse.Namespace, services: Services) -> int:
+    matcher = services.matcher(args.config, rerank=args.rerank)
+    result = matcher.match(match_request(args, args.text))
+    if args.json:
+        dump(result.to_dict())
+    else:
+        print_matches(result)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, services: Services) -> int:
+    from plugin.ingest import Format, ingest, read_records
+
+    settings = services.settings
+    services.ensure_factcheck_index()
+    files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl"]
+    report = ingest(read_records(files, Format.jsonl), store=services.store, embedder=services.embedder,
+                    index=settings.index)
+    print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
+          f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
+    matcher = services.matcher()
+    posts = [json.loads(line) for line in (args.samples / "demo_posts.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    for post in posts:
+        result = matcher.match(MatchRequest(text=post["text"], k=args.k))
+        print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
+        found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
+        print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
+    return 0
+
+
+def cmd_configs(args: argparse.Namespace, services: Services) -> int:
+    from plugin.search.retrieval import default_config_name, load_configs
+
+    configs = load_configs(args.configs_file)
+    dump({"default": default_config_name(args.configs_file),
+          "configs": {n: c.model_dump(mode="json", exclude={"name"}) for n, c in configs.items()}})
+    return 0
+
+
+def register(sub: Any, add: Any) -> None:
+    sp = add("match", cmd_match, "find the fact-checks that address a post or claim")
+    sp.add_argument("text")
+    sp.add_argument("--lang", help="language of the post (ISO 639-1); detected when omitted")
+    sp.add_argument("--date", help="post date YYYY-MM-DD: only fact-checks published on or before it")
+    sp.add_argument("--within-days", type=int, help="with --date: only fact-checks from this many days before")
+    sp.add_argument("--mode", default="auto",
+                    help="mono (same language only), cross (any language) or auto (any, own language preferred)")
+    sp.add_argument("--config", help="named retrieval configuration (see `factsieve configs`)")
+    sp.add_argument("--rerank", action="store_true",
+                    help="rerank with the configuration's cross-encoder, as the API's `rerank` does")
+    sp.add_argument("-k", type=int, default=10, help="number of matches")
+    sp.add_argument("--allow", action="append", help="only this domain/publisher (repeatable)")
+    sp.add_argument("--deny", action="append", help="never this domain/publisher (repeatable)")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = add("demo", cmd_demo, "load the bundled sample corpus and print matches for sample posts")
+    sp.add_argument("--samples", type=Path, default=Path("samples"))
+    sp.add_argument("-k", type=int, default=5)
+
+    sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
+    sp.add_argument("--configs-file", type=Path)
