@@ -6,7 +6,9 @@ from typing import Any
 
 from flask import Response
 
-from plugin.errors import FactSieveError, Unauthorized
+from plugin.errors import FactSieveError, Unauthorized, problem
+
+__all__ = ["PROBLEM_JSON", "error_response", "problem", "problem_response"]
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -16,10 +18,6 @@ def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
     for name, value in (headers or {}).items():
         resp.headers[name] = value
     return resp
-
-
-def problem(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
 
 
 def error_response(exc: FactSieveError) -> Response:

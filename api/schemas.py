@@ -9,10 +9,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator,
+                      model_validator)
 
 from plugin.service.jobs import JobKind, JobStatus
-from plugin.models import Mode
+from plugin.models import STORED_FIELDS, Mode
 from plugin.service.webhooks import DeliveryStatus, Event
 
 LangCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}$", description="ISO 639-1 code, e.g. 'en'")]
@@ -104,19 +105,15 @@ class MatchIn(Request):
         return self
 
 
-class MatchItem(Response):
+#: A stored fact-check's fields (``plugin.models.STORED_FIELDS``), all optional strings.
+FactCheckFields = create_model("FactCheckFields", __base__=Response,
+                               **{name: (str | None, None) for name in STORED_FIELDS})
+
+
+class MatchItem(FactCheckFields):
     id: str
     score: float
     rank: int
-    claim: str | None = None
-    title: str | None = None
-    url: str | None = None
-    lang: str | None = None
-    published_at: str | None = None
-    rating: str | None = None
-    verdict: str | None = None
-    publisher: str | None = None
-    domain: str | None = None
     explain: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -142,17 +139,9 @@ class IngestReport(Response):
     rejects: list[Reject]
 
 
-class FactCheckOut(Response):
+class FactCheckOut(FactCheckFields):
     id: str
     claim: str
-    title: str | None = None
-    url: str | None = None
-    domain: str | None = None
-    publisher: str | None = None
-    rating: str | None = None
-    verdict: str | None = None
-    lang: str | None = None
-    published_at: str | None = None
 
 
 class FactCheckItem(BaseModel):

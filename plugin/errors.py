@@ -8,6 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def problem(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """An RFC 9457 problem body: the one error shape of the API, job results and webhooks."""
+    return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+
+
 class FactSieveError(Exception):
     """Base class. ``title`` is the short problem title; ``str(err)`` the detail."""
 
@@ -24,11 +29,8 @@ class FactSieveError(Exception):
 
     def to_problem(self) -> dict[str, Any]:
         """An RFC 9457 problem body."""
-        body: dict[str, Any] = {"type": "about:blank", "title": self.title, "status": self.status,
-                                "detail": self.detail}
-        if self.errors:
-            body["errors"] = self.errors
-        return body
+        return problem(self.status, self.title, self.detail,
+                       **({"errors": self.errors} if self.errors else {}))
 
 
 class BadInput(FactSieveError):

@@ -210,15 +210,17 @@ class FactCheck(BaseModel):
         return self
 
     def to_source(self) -> dict[str, Any]:
-        """The document body stored in OpenSearch (without the embedding)."""
-        doc: dict[str, Any] = {
-            "id": self.id, "claim": self.claim, "title": self.title, "url": self.url,
-            "domain": self.domain, "publisher": self.publisher, "rating": self.rating,
-            "verdict": self.verdict.value if self.verdict else None, "lang": self.lang,
-            "published_at": self.published_at.isoformat() if self.published_at else None,
-            "claimant": self.claimant, "source": self.source,
-        }
-        return {k: v for k, v in doc.items() if v is not None}
+        """The document body stored in OpenSearch (``STORED_FIELDS``, without the embedding)."""
+        doc = {name: getattr(self, name) for name in STORED_FIELDS}
+        return {k: v.value if isinstance(v, Enum) else v.isoformat() if isinstance(v, date) else v
+                for k, v in doc.items() if v is not None}
+
+
+#: The fields of a stored fact-check, all JSON strings: ``FactCheck.to_source`` writes them, the
+#: final fetch of a match reads them (``queries.SOURCE_FIELDS``), and matches and the API's
+#: fact-check schemas return them. Add a field here and every one of those follows.
+STORED_FIELDS = ("id", "claim", "title", "url", "domain", "publisher", "rating", "verdict", "lang",
+                 "published_at", "claimant", "source")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
 
 from plugin.service import handlers
-from plugin.errors import BackendUnavailable, FactSieveError, NotFound
+from plugin.errors import BackendUnavailable, FactSieveError, NotFound, problem
 from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
@@ -48,12 +48,12 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
     except FactSieveError as exc:
         jobs.fail(job_id, exc.to_problem())
     except SoftTimeLimitExceeded:
-        jobs.fail(job_id, {"type": "about:blank", "title": "Job timed out", "status": 504,
-                           "detail": f"the job ran longer than {task.soft_time_limit or 'the time limit'} s"})
+        jobs.fail(job_id, problem(504, "Job timed out", "the job ran longer than "
+                                  f"{task.soft_time_limit or 'the time limit'} s"))
     except Exception:  # a bug: fail the job without leaking the traceback to the API
         log.exception("job %s failed", job_id)
-        jobs.fail(job_id, {"type": "about:blank", "title": "Internal error", "status": 500,
-                           "detail": "the job failed unexpectedly; the worker log has details"})
+        jobs.fail(job_id, problem(500, "Internal error",
+                                  "the job failed unexpectedly; the worker log has details"))
     return {"job_id": job_id, "status": jobs.get(job_id)["status"]}
 
 

@@ -7,42 +7,17 @@ was built with, and queries or ingests with another model are refused.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from plugin.errors import BadInput, ModelMismatch, NotFound
 from plugin.settings import Settings
+from plugin.index.bodies import load_template, render
 from plugin.index.store import Store
 
 SCHEMA_VERSION = 1
 COMPONENTS = ("factsieve-factcheck-fields",)
-_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-
-
-def load_template(name: str) -> dict[str, Any]:
-    """Read one JSON body from the ``index_templates`` package, e.g. ``component/factsieve-knn``."""
-    path = resources.files("index_templates").joinpath(f"{name}.json")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def render(obj: Any, values: dict[str, Any]) -> Any:
-    """Fill ``{{name}}`` placeholders; a string that is exactly one placeholder takes the value's
-    own type (so ``"{{dimension}}"`` becomes the integer 384)."""
-    if isinstance(obj, dict):
-        return {render(k, values): render(v, values) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [render(v, values) for v in obj]
-    if isinstance(obj, str):
-        whole = _PLACEHOLDER.fullmatch(obj)
-        if whole:
-            return values[whole.group(1)]
-        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), obj)
-    return obj
-
-
 _ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,200}$")
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from plugin.embedding import Embedder
 from plugin.search.lang import detect_language
 from plugin.models import FactCheck
-from plugin.search.queries import ANALYZED_LANGS
+from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.store import Store
 from plugin.ingest.formats import RawRecord
 
@@ -94,16 +94,23 @@ def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
     return doc
 
 
+def to_factcheck(raw: RawRecord) -> FactCheck | str:
+    """The record as a ``FactCheck``, or the one-line reason it is rejected: the single rule for
+    what a valid record is, shared by ``validate`` and the API's preflight."""
+    if raw.error is not None or raw.data is None:
+        return raw.error or "empty record"
+    try:
+        return FactCheck.model_validate(raw.data)
+    except ValidationError as exc:
+        return validation_reason(exc)
+
+
 def validate(records: Iterable[RawRecord], report: IngestReport) -> Iterator[tuple[str, FactCheck]]:
     """Yield ``(ref, FactCheck)`` for good records; report the bad ones."""
     for raw in records:
-        if raw.error is not None or raw.data is None:
-            report.reject(raw.ref, raw.error or "empty record")
-            continue
-        try:
-            fc = FactCheck.model_validate(raw.data)
-        except ValidationError as exc:
-            report.reject(raw.ref, validation_reason(exc))
+        fc = to_factcheck(raw)
+        if isinstance(fc, str):
+            report.reject(raw.ref, fc)
             continue
         if fc.lang is None:
             fc.lang = detect_language(fc.claim)

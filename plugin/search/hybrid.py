@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugin.search.retrieval import Fusion, RetrievalConfig
-from plugin.index.templates import load_template, render
+from plugin.index.bodies import load_template, render
 
 MAX_SUBQUERIES = 5
 NEURAL_PLUGIN = "opensearch-neural-search"

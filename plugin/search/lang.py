@@ -16,11 +16,7 @@ import re
 import threading
 from typing import Any
 
-__all__ = ["SUPPORTED_ANALYZER_LANGS", "detect_language"]
-
-#: Languages with a language-specific analyzer in the fact-check index (ISO 639-1); others use
-#: the language-neutral field.
-SUPPORTED_ANALYZER_LANGS = ("en", "es", "fr", "de", "pt", "ar", "tr", "pl", "th", "ms", "ko", "hi")
+__all__ = ["detect_language"]
 
 #: URLs and e-mail addresses say nothing about a text's language (langdetect dropped them too).
 _NOISE = re.compile(r"https?://\S+|www\.\S+|\S+@\S+\.\S+", re.IGNORECASE)

@@ -22,7 +22,7 @@ from plugin.errors import BadInput
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.hybrid import server_plan
 from plugin.search.lang import detect_language
-from plugin.models import Fused, Mode
+from plugin.models import STORED_FIELDS, Fused, Mode
 from plugin.search.normalize import normalize_post
 from plugin.search.rerank import passage
 from plugin.search.queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
@@ -316,11 +316,5 @@ def _match_dict(f: Fused, rerank_score: float | None = None) -> dict[str, Any]:
                                for q, h in sorted(f.contributions.items())}
     if rerank_score is not None:
         explain["rerank"] = {"score": round(float(rerank_score), 6)}
-    return {
-        "id": f.id, "score": round(f.score, 6), "rank": f.rank,
-        "claim": src.get("claim"), "title": src.get("title"), "url": src.get("url"),
-        "lang": src.get("lang"), "published_at": src.get("published_at"),
-        "rating": src.get("rating"), "verdict": src.get("verdict"),
-        "publisher": src.get("publisher"), "domain": src.get("domain"),
-        "explain": explain,
-    }
+    return {"id": f.id, "score": round(f.score, 6), "rank": f.rank,
+            **{name: src.get(name) for name in STORED_FIELDS if name != "id"}, "explain": explain}

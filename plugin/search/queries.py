@@ -12,14 +12,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from plugin.models import Hit
-
-#: Languages with a dedicated analysed sub-field (``claim_i18n.<lang>``) in the templates.
-ANALYZED_LANGS = ("en", "es", "fr", "de", "pt", "ar", "tr", "pl", "th", "ms", "ko", "hi")
+from plugin.index.bodies import ANALYZED_LANGS
+from plugin.models import STORED_FIELDS, Hit
 
 #: ``_source`` fields of a final match (the embedding is never sent back).
-SOURCE_FIELDS = ["id", "claim", "title", "url", "domain", "publisher", "rating", "verdict",
-                 "lang", "published_at", "claimant", "source"]
+SOURCE_FIELDS = list(STORED_FIELDS)
 
 #: What a candidate carries before fusion: keyword doc values, enough to fuse (``id``), boost
 #: trusted sources (``domain``, ``publisher``) and prefer the post's language (``lang``).

@@ -16,7 +16,7 @@ from plugin.ingest import Format, ingest, parse_bytes
 from plugin.search.matcher import MatchRequest
 from plugin.models import Mode
 from plugin.service.services import Services
-from plugin.verify import previously_fact_checked
+from plugin.verify.lookup import previously_fact_checked
 from plugin.service.webhooks import Event, wants
 
 RERANK_CONFIG = "hybrid-rerank"

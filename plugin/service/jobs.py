@@ -17,7 +17,7 @@ from plugin.errors import BackendUnavailable, NotFound
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
-from plugin.index.templates import load_template, render
+from plugin.index.bodies import load_template, render
 
 
 class JobStatus(str, Enum):

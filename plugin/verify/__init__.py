@@ -1,4 +1,6 @@
-"""Claim verification: the previously-fact-checked lookup, and (growing) the evidence path."""
-from plugin.verify.lookup import previously_fact_checked
+"""Claim verification: the previously-fact-checked lookup (``lookup``), and the scorer that
+measures verification the way the AVeriTeC shared task does (``scoring``, ``wordnet``).
 
-__all__ = ["previously_fact_checked"]
+Import the modules themselves: this package imports nothing, so the scorer does not pull in
+the matcher and the lookup does not pull in nltk.
+"""

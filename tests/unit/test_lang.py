@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from plugin.search import lang
-from plugin.search.lang import SUPPORTED_ANALYZER_LANGS, detect_language
+from plugin.index.bodies import ANALYZED_LANGS as SUPPORTED_ANALYZER_LANGS
+from plugin.search.lang import detect_language
 
 DETECT = [
     ("This is an English sentence about vaccines and the people who take them.", "en"),

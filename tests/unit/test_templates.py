@@ -2,7 +2,7 @@
 import pytest
 
 from plugin.errors import BadInput
-from plugin.search.queries import ANALYZED_LANGS
+from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.templates import IndexSpec, check_alias_name, load_template, render, template_bodies
 
 SPEC = IndexSpec(alias="factchecks", model="intfloat/multilingual-e5-base", dimension=768, replicas=1)
