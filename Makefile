@@ -15,7 +15,7 @@ export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test unit up down status install model clean-cache serve worker evaluate bench api-load api-fuzz
+.PHONY: demo test unit up down status install model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,13 +39,18 @@ status:
 model: install
 	$(FS) model build
 
+# WordNet 3.0 for the AVeriTeC scorer's METEOR, from Debian's packages (nltk's downloader is
+# not reachable everywhere)
+wordnet:
+	scripts/wordnet.sh
+
 demo: install up model
 	$(FS) demo
 
-test: install up model
+test: install up model wordnet
 	$(PY) -m pytest -q -p no:cacheprovider
 
-unit: install
+unit: install wordnet
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not model"
 
 clean-cache:
