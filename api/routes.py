@@ -5,7 +5,6 @@ pydantic model, calls ``plugin`` and answers JSON. Slow work goes to the workers
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +13,7 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
-from plugin.errors import BackendUnavailable, BadInput, Conflict, FactSieveError, Forbidden, InvalidRequest
+from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest
 from plugin.ingest import Format, ingest, parse_bytes, validation_reason
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
@@ -113,20 +112,12 @@ def no_content() -> Response:
 
 
 def enqueue(kind: JobKind, job_id: str) -> None:
-    """Send the job's task; if the broker is down, record the job as failed and answer 503."""
-    from kombu.exceptions import OperationalError
-
+    """Send the job's task (a 503 when the queue is down; the job is then recorded as failed)."""
     from workers.app import TASKS
 
-    try:
-        current_app.extensions["factsieve.celery"].send_task(TASKS[kind], args=[job_id], task_id=job_id)
-    except (OperationalError, ConnectionError, OSError) as exc:
-        err = BackendUnavailable(f"the job queue (Redis at {services().kv.url}) is not reachable")
-        try:
-            services().jobs.fail(job_id, err.to_problem())
-        except FactSieveError:
-            pass  # Redis is down too: the queued record expires on its own
-        raise err from exc
+    celery = current_app.extensions["factsieve.celery"]
+    services().jobs.dispatch(job_id, lambda: celery.send_task(TASKS[kind], args=[job_id], task_id=job_id),
+                             services().kv.url)
 
 
 def job_url(job_id: str) -> str:
@@ -312,29 +303,13 @@ def delete_factcheck(fact_check_id: str) -> Response:
 
 
 # -- posts and jobs ---------------------------------------------------------------------------------
-def post_job_id(post_id: str) -> str:
-    """Deterministic, so resubmitting a post finds its job instead of making another."""
-    return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
-
-
-def fingerprint(obj: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
 @route("POST", "/v1/posts", summary="Submit a post: a worker matches it and notifies webhooks",
        tag="posts", scope=Scope.WRITE, body=s.PostIn, status=202, response=s.PostAccepted,
        errors=(409,),
        description="Idempotent on the post id: resubmitting the same post returns its job "
                    "(duplicate: true); the same id with different content is a 409.")
 def submit_post(body: s.PostIn) -> Response:
-    svc = services()
-    post = body.model_dump(mode="json", exclude_none=True)
-    fp = fingerprint(post)
-    job, created = svc.jobs.create(JobKind.POST, {"post": post, "fingerprint": fp},
-                                   job_id=post_job_id(body.id), ref=body.id)
-    if not created and job.get("input", {}).get("fingerprint") != fp:
-        raise Conflict(f"post id {body.id!r} was already submitted with different content; "
-                       "use a new id for a new post")
+    job, created = services().jobs.submit_post(body.model_dump(mode="json", exclude_none=True))
     if created or job["status"] == JobStatus.QUEUED.value:
         enqueue(JobKind.POST, job["id"])
     url = job_url(job["id"])
@@ -345,7 +320,7 @@ def submit_post(body: s.PostIn) -> Response:
 @route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job and match result",
        tag="posts", response=s.JobOut)
 def get_post(post_id: str) -> Response:
-    return reply(job_out(services().jobs.get(post_job_id(post_id))))
+    return reply(job_out(services().jobs.get_post(post_id)))
 
 
 @route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,

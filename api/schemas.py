@@ -13,10 +13,10 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_mode
                       model_validator)
 
 from plugin.service.jobs import JobKind, JobStatus
-from plugin.models import STORED_FIELDS, Mode
+from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode
 from plugin.service.webhooks import DeliveryStatus, Event
 
-LangCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}$", description="ISO 639-1 code, e.g. 'en'")]
+LangCode = Annotated[str, Field(pattern=LANG_CODE, description="ISO 639-1 code, e.g. 'en'")]
 Domain = Annotated[str, Field(min_length=1, max_length=253)]
 
 
@@ -30,7 +30,7 @@ Int = Annotated[int, BeforeValidator(_integral)]
 #: at least one character that is not white space, by Python's ``str.strip`` (which also strips
 #: the separators U+001C..U+001F that Unicode's White_Space, and so ``\s``, leaves out)
 NOT_BLANK = r"[^\s\x1c-\x1f]"
-Text = Annotated[str, Field(min_length=1, max_length=20000, pattern=NOT_BLANK)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
 
 
 class Request(BaseModel):
@@ -85,10 +85,10 @@ class MatchIn(Request):
     text: Text = Field(description="the post or claim")
     lang: LangCode | None = Field(default=None, description="detected when omitted")
     date: dt.date | None = Field(default=None, description="only fact-checks published on or before it")
-    within_days: Int | None = Field(default=None, ge=0, le=36500,
+    within_days: Int | None = Field(default=None, ge=0, le=MAX_WITHIN_DAYS,
                                     description="with date: only fact-checks from this many days before")
     mode: Mode = Mode.AUTO
-    k: Int = Field(default=10, ge=1, le=100)
+    k: Int = Field(default=10, ge=1, le=MAX_K)
     config: str | None = Field(default=None, min_length=1, max_length=100,
                                description="named retrieval configuration")
     rerank: bool = Field(default=False, description="rerank with the configuration's cross-encoder, "
@@ -229,7 +229,7 @@ class RerankIn(Request):
     lang: LangCode | None = None
     date: dt.date | None = None
     mode: Mode = Mode.AUTO
-    k: Int = Field(default=10, ge=1, le=100)
+    k: Int = Field(default=10, ge=1, le=MAX_K)
     config: str | None = Field(default=None, min_length=1, max_length=100)
 
     _text = field_validator("text", mode="before")(_not_blank)

@@ -16,6 +16,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+#: Request limits, in one place: the library enforces them (``MatchRequest.validated``,
+#: ``FactCheck``) and the API's schemas declare them (so ``/openapi.json`` documents them).
+MAX_TEXT_CHARS = 20000
+MAX_K = 100
+MAX_WITHIN_DAYS = 36500
+#: A language as the API and the matcher take it: ISO 639-1 (639-3 where there is no 639-1).
+LANG_CODE = r"^[a-z]{2,3}$"
+
 
 class Verdict(str, Enum):
     """The four AVeriTeC verdict classes FactSieve normalises published ratings to."""
@@ -139,7 +147,7 @@ class FactCheck(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
     id: str | None = None
-    claim: str = Field(min_length=1, max_length=20000)
+    claim: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     title: str | None = None
     url: str | None = None
     domain: str | None = None

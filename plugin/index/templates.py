@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugin.errors import BadInput, ModelMismatch, NotFound
-from plugin.settings import Settings
 from plugin.index.bodies import load_template, render
 from plugin.index.store import Store
 

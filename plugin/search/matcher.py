@@ -22,7 +22,7 @@ from plugin.errors import BadInput
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.hybrid import server_plan
 from plugin.search.lang import detect_language
-from plugin.models import STORED_FIELDS, Fused, Mode
+from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Fused, Mode
 from plugin.search.normalize import normalize_post
 from plugin.search.rerank import passage
 from plugin.search.queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
@@ -33,7 +33,7 @@ from plugin.index.store import Store
 from plugin.index.templates import check_model
 from plugin.search.variants import VARIANTS
 
-_LANG = re.compile(r"^[a-z]{2,3}$")
+_LANG = re.compile(LANG_CODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -60,14 +60,14 @@ class MatchRequest:
     def validated(self) -> MatchRequest:
         if not isinstance(self.text, str) or not self.text.strip():
             raise BadInput("text is empty: give the post or claim to match")
-        if len(self.text) > 20000:
-            raise BadInput("text is longer than 20000 characters")
-        if not 1 <= self.k <= 100:
-            raise BadInput(f"k must be between 1 and 100, got {self.k}")
+        if len(self.text) > MAX_TEXT_CHARS:
+            raise BadInput(f"text is longer than {MAX_TEXT_CHARS} characters")
+        if not 1 <= self.k <= MAX_K:
+            raise BadInput(f"k must be between 1 and {MAX_K}, got {self.k}")
         if self.lang is not None and not _LANG.match(self.lang):
             raise BadInput(f"lang must be an ISO 639-1 code such as 'en', got {self.lang!r}")
-        if self.within_days is not None and self.within_days < 0:
-            raise BadInput("within_days must be >= 0")
+        if self.within_days is not None and not 0 <= self.within_days <= MAX_WITHIN_DAYS:
+            raise BadInput(f"within_days must be between 0 and {MAX_WITHIN_DAYS}")
         if self.within_days is not None and self.date is None:
             raise BadInput("within_days needs a date: the window ends at the post date")
         return self

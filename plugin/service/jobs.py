@@ -7,13 +7,15 @@ Large inputs (fact-check uploads) sit beside the record and are dropped when the
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from plugin.errors import BackendUnavailable, NotFound
+from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
@@ -44,6 +46,15 @@ def now_iso() -> str:
 
 def new_job_id() -> str:
     return "job_" + secrets.token_hex(12)
+
+
+def post_job_id(post_id: str) -> str:
+    """Deterministic, so resubmitting a post finds its job instead of making another."""
+    return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
+
+
+def fingerprint(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def jobs_index_bodies(alias: str, replicas: int) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
@@ -100,6 +111,36 @@ class JobStore:
         if self._write(job, nx=True):
             return job, True
         return self.get(job["id"]), False
+
+    def submit_post(self, post: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Record a post's job, idempotent on the post id: the same post again returns its job
+        (``created`` false); the same id with different content is a ``Conflict``."""
+        fp = fingerprint(post)
+        job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
+                                   job_id=post_job_id(post["id"]), ref=post["id"])
+        if not created and job.get("input", {}).get("fingerprint") != fp:
+            raise Conflict(f"post id {post['id']!r} was already submitted with different content; "
+                           "use a new id for a new post")
+        return job, created
+
+    def get_post(self, post_id: str) -> dict[str, Any]:
+        return self.get(post_job_id(post_id))
+
+    def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
+        """Hand a job to the queue with ``send``. If the queue cannot be reached the job is
+        recorded as failed (so its status never says "queued" forever) and ``BackendUnavailable``
+        naming ``queue_url`` is raised."""
+        from kombu.exceptions import OperationalError
+
+        try:
+            send()
+        except (OperationalError, ConnectionError, OSError) as exc:
+            err = BackendUnavailable(f"the job queue (Redis at {queue_url}) is not reachable")
+            try:
+                self.fail(job_id, err.to_problem())
+            except FactSieveError:
+                pass  # Redis is down too: the queued record expires on its own
+            raise err from exc
 
     def get(self, job_id: str) -> dict[str, Any]:
         raw = self.kv.call("read job", self.kv.client.get, self._key(job_id))
