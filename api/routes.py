@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
 from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest
-from plugin.ingest import Format, ingest, parse_bytes, validation_reason
+from plugin.ingest import Format, ingest, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
 from plugin.search.matcher import MatchRequest
@@ -26,12 +26,6 @@ from api.problems import problem, problem_response
 
 bp = Blueprint("api", __name__)
 api = Api()
-
-#: Content types ``POST /v1/fact-checks`` reads, and the format each implies.
-INGEST_TYPES = {"application/json": Format.auto, "application/ld+json": Format.claimreview,
-                "application/x-ndjson": Format.jsonl, "application/jsonl": Format.jsonl,
-                "application/jsonlines": Format.jsonl, "text/csv": Format.csv}
-
 
 def services() -> Services:
     return current_app.extensions["factsieve"]  # type: ignore[no-any-return]
@@ -201,49 +195,6 @@ def _flag(name: str) -> bool:
     return value in ("true", "1", "yes")
 
 
-def check_shape(text: str, fmt: Format) -> None:
-    """Refuse a body that cannot hold records before it is queued: a JSON body must be an array
-    or an object, a JSON Lines body must start with an object."""
-    if fmt in (Format.auto, Format.json, Format.claimreview):
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            if fmt is Format.auto:  # JSON Lines sent as application/json: judged line by line
-                return check_shape(text, Format.jsonl)
-            raise BadInput(f"the body is not valid JSON (read as {fmt.value})") from None
-        if not isinstance(doc, (list, dict)):
-            raise InvalidRequest("the body must be a JSON array of fact-checks or a ClaimReview object, "
-                                 f"not a JSON {type(doc).__name__}")
-    elif fmt is Format.jsonl:
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        try:
-            ok = isinstance(json.loads(first), dict)
-        except ValueError:
-            ok = False
-        if not ok:
-            raise InvalidRequest("a JSON Lines body must have one JSON object per line; the first is not one")
-
-
-def check_any_valid(data: bytes, fmt: Format) -> None:
-    """Before queueing a body, make sure at least one record in it is valid (stops at the first),
-    so a wholly bad upload is a 422 now rather than a job that rejects everything later."""
-    from plugin.models import FactCheck
-
-    errors: list[dict[str, str]] = []
-    for raw in parse_bytes(data, fmt, "body"):
-        if raw.error is None and raw.data is not None:
-            try:
-                FactCheck.model_validate(raw.data)
-                return
-            except ValidationError as exc:
-                errors.append({"field": raw.ref, "message": validation_reason(exc), "type": "record"})
-        else:
-            errors.append({"field": raw.ref, "message": raw.error or "empty record", "type": "record"})
-    if not errors:
-        raise InvalidRequest(f"the body holds no fact-check records (read as {fmt.value})")
-    raise InvalidRequest(f"no fact-check in the body is valid ({len(errors)} rejected)", errors=errors[:1000])
-
-
 @route("POST", "/v1/fact-checks", summary="Ingest fact-checks: JSON array, JSON Lines or ClaimReview",
        tag="fact-checks", scope=Scope.WRITE, raw_body=_INGEST_BODY, query=_INGEST_QUERY,
        response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
@@ -252,25 +203,12 @@ def check_any_valid(data: bytes, fmt: Format) -> None:
 def ingest_factchecks() -> Response:
     svc = services()
     request.max_content_length = svc.settings.max_request_bytes
-    fmt_param = request.args.get("format")
     run_async = _flag("async")
-    if fmt_param:
-        fmt = Format.parse(fmt_param)
-    elif request.mimetype in INGEST_TYPES:
-        fmt = INGEST_TYPES[request.mimetype]
-    else:
-        raise UnsupportedMediaType(f"send fact-checks as one of {', '.join(INGEST_TYPES)}, "
-                                   f"not {request.mimetype or 'no content type'!r}")
+    fmt = preflight.format_for(request.mimetype, request.args.get("format"))
     data = request.get_data(cache=False)
-    if not data.strip():
-        raise BadInput("the body is empty: send a JSON array, JSON Lines or ClaimReview JSON-LD")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"the body is not UTF-8 text (byte {exc.start})") from None
-    check_shape(text, fmt)
-    if run_async or len(data) > svc.settings.sync_ingest_max_bytes:
-        check_any_valid(data, fmt)
+    queue = run_async or len(data) > svc.settings.sync_ingest_max_bytes
+    text = preflight.preflight(data, fmt, deep=queue)
+    if queue:
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
                                                   "bytes": len(data)}, body=text)
         enqueue(JobKind.INGEST, job["id"])
@@ -278,12 +216,7 @@ def ingest_factchecks() -> Response:
     svc.ensure_factcheck_index()
     report = ingest(parse_bytes(data, fmt, "body"), store=svc.store, embedder=svc.embedder,
                     index=svc.settings.index, batch_size=svc.settings.embedding_batch_size)
-    if not (report.indexed or report.updated or report.rejected):
-        raise InvalidRequest(f"the body holds no fact-check records (read as {fmt.value})")
-    if report.rejected and not (report.indexed or report.updated):
-        raise InvalidRequest(f"no fact-check in the body was accepted ({report.rejected} rejected)",
-                             errors=[{"field": r["record"], "message": r["reason"], "type": "record"}
-                                     for r in report.rejects])
+    preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
 

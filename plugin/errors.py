@@ -74,6 +74,12 @@ class InvalidRequest(BadInput):
     status, title = 422, "Invalid request"
 
 
+class UnsupportedContentType(BadInput):
+    """A body in a content type the route does not read (415; werkzeug's title)."""
+
+    status, title = 415, "Unsupported Media Type"
+
+
 class Conflict(FactSieveError):
     """The request contradicts what an earlier one established (e.g. a reused post id)."""
 

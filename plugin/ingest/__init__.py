@@ -1,5 +1,6 @@
-"""Reading and loading fact-check feeds: format parsers (``formats``) and the validating,
-embedding, bulk-indexing pipeline (``pipeline``)."""
+"""Reading and loading fact-check feeds: format parsers (``formats``, a module per format), the
+validating, embedding, bulk-indexing pipeline (``pipeline``) and the checks an uploaded body
+passes before it is ingested or queued (``preflight``)."""
 from plugin.ingest.formats import Format, RawRecord, parse_bytes, read_records
 from plugin.ingest.pipeline import IngestReport, ingest, validate, validation_reason
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 from datetime import date
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 
 from plugin.errors import BadInput
 from plugin.ingest import Format, RawRecord, parse_bytes, read_records
+from plugin.ingest.formats.dispatch import Source, choose_format
 from plugin.models import FactCheck
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "formats"
@@ -334,7 +336,13 @@ AUTO_FILES = [
     ("a.csv", b"claim\nx\n", ["2"], "x"),
     ("a.csv", MULTICLAIM.read_bytes(), [str(n) for n in range(2, 12)],
      "South Africa's PRASA hiring workers for railway"),
-    ("a.txt", b'{"claim": "x"}', [""], "cannot tell the format from the extension '.txt'"),
+    # an unknown extension (or none) means the content decides, as for a body
+    ("a.txt", b'{"claim": "x"}', ["1"], "x"),
+    ("a.txt", b'{"claim": "x"}\n{"claim": "y"}\n', ["1", "2"], "x"),
+    ("feed", (FIXTURES / "claimreview_single.json").read_bytes(), ["1"],
+     "Eating garlic prevents infection with the new coronavirus."),
+    ("a.tsv", b"claim\tlang\nx\ten\n", [""], "cannot tell the format of 'a.tsv' (not JSON)"),
+    ("a.json", b"", [""], "cannot tell the format of 'a.json' (not JSON)"),
     ("a.json", b'{"claim": "x"', [""], "invalid JSON"),
     ("a.jsonl", "{\"claim\": \"caf\u00e9\"}".encode("latin-1"), [""], "not UTF-8 text (byte 14)"),
     ("a.jsonl", b"", [], None),
@@ -350,6 +358,36 @@ def test_read_records_auto(tmp_path, filename, content, expected_refs, first):
     if first is not None:
         assert (records[0].data["claim"] if records[0].ok else records[0].error).startswith(first)
         assert records[0].ref in (str(path), f"{filename}:{expected_refs[0]}")
+
+
+@pytest.mark.parametrize(("filename", "content", "expected_refs", "first"), AUTO_FILES)
+def test_body_and_file_choose_alike(tmp_path, filename, content, expected_refs, first):
+    path = tmp_path / filename
+    path.write_bytes(content)
+    from_file = [(filename if r.ref == str(path) else r.ref, r.data, r.error)
+                 for r in read_records([path])]
+    assert [(r.ref, r.data, r.error) for r in parse_bytes(content, Format.auto, filename)] == from_file
+
+
+CHOICES = [
+    # (name, content, given format, chosen format)
+    ("a.jsonl", "not even JSON", Format.auto, Format.jsonl),
+    ("a.ndjson", "", Format.auto, Format.jsonl),
+    ("a.csv", "claim,lang\n", Format.auto, Format.csv),
+    ("a.CSV", "Fact_Check_ID,claim,instances\r\n", Format.auto, Format.multiclaim),
+    ("a.json", '[{"claim": "x"}]', Format.auto, Format.json),
+    ("a.jsonld", '{"@type": "ClaimReview"}', Format.auto, Format.claimreview),
+    ("body", '{"claims": []}', Format.auto, Format.claimreview),
+    ("a.txt", '{"claim": "x"}\n{"claim": "y"}', Format.auto, Format.jsonl),
+    ("a.json", "fact_check_id,instances\n", Format.csv, Format.csv),  # explicit wins
+    ("a.csv", '{"claim": "x"}', Format.json, Format.json),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "given", "chosen"), CHOICES)
+def test_choose_format(name, content, given, chosen):
+    source = Source(name, lambda newline: io.StringIO(content, newline=newline))
+    assert choose_format(given, source)[0] is chosen
 
 
 def test_bad_files_do_not_stop_the_others(tmp_path):

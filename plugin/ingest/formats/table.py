@@ -1,0 +1,79 @@
+"""CSV with a header row: one fact-check per row, columns mapped onto FactCheck fields by name.
+
+``rows`` and ``records`` are shared with the MultiClaim reader, which is CSV with other cells.
+"""
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from plugin.ingest.formats.base import RawRecord, Unreadable, guarded, map_fields
+
+#: CSV handles quoted line breaks itself, so its stream must not translate newlines.
+NEWLINE = ""
+
+_Row = tuple[int, "dict[str, Any] | None", "str | None"]
+
+
+def rows(stream: Iterable[str], required: frozenset[str] = frozenset()) -> Iterator[_Row]:
+    """``(line, row, error)`` per data row; ``line`` is where the row starts (header = line 1).
+
+    Empty cells become ``None``; a row with the wrong number of cells is an error rather than a
+    guess at which column went missing. A bad header (or one lacking a ``required`` column,
+    compared lower-cased) makes the whole input unreadable.
+    """
+    reader = csv.reader(stream)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as err:
+        raise Unreadable(f"invalid CSV header: {err}") from None
+    header = [h.strip() or f"column_{i}" for i, h in enumerate(header, 1)]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:  # a dict per row would silently keep only the last of them
+        raise Unreadable(f"CSV header repeats column(s): {', '.join(repeated)}")
+    missing = required - {h.lower() for h in header}
+    if missing:
+        raise Unreadable(f"CSV header lacks column(s): {', '.join(sorted(missing))}")
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            yield start, None, f"line {start}: invalid CSV: {err}"
+            if reader.line_num < start:  # no progress: give up instead of looping
+                return
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            yield start, None, f"line {start}: expected {len(header)} cells, got {len(row)}"
+            continue
+        yield start, {h: (c if c.strip() else None) for h, c in zip(header, row)}, None
+
+
+def records(stream: Iterable[str], name: str, build: Callable[[dict[str, Any]], dict[str, Any]],
+            required: frozenset[str] = frozenset()) -> Iterator[RawRecord]:
+    """A record per data row, its data from ``build(row)``; refs are ``<name>:<line>``."""
+    for line, row, error in rows(stream, required):
+        ref = f"{name}:{line}"
+        if row is None:
+            yield RawRecord(ref, None, error)
+        else:
+            yield guarded(ref, f"line {line}", build, row)
+
+
+def header_columns(first_line: str) -> set[str]:
+    """The lower-cased column names in a CSV header line; empty when it does not parse."""
+    try:
+        return {h.strip().lower() for h in next(csv.reader([first_line]), [])}
+    except csv.Error:
+        return set()
+
+
+def parse(stream: Iterable[str], name: str) -> Iterator[RawRecord]:
+    return records(stream, name, map_fields)
