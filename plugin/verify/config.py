@@ -1,0 +1,86 @@
+"""Named verification configurations (``configs/verification.json``): data, like the retrieval
+configurations, each with the strategy it runs and its knobs.
+
+- ``lookup``: the previously-fact-checked stage alone: the best-matching published fact-check
+  answers the claim when its match score clears ``lookup_min_score``; otherwise Not Enough Evidence.
+- ``qa-loop`` (REVEAL / InFact): lookup first; otherwise up to ``max_turns`` of next question →
+  HyDE passage → hybrid evidence retrieval → grounded answer → evidence summary, stopping once the
+  summary's top label rating reaches ``decisive_at``; then the verdict from the QA pairs.
+- ``single-call`` (FEVER-8 winner's shape): lookup first; otherwise the top ``passages`` for the
+  claim (at most ``per_url`` from one page) and one call returning QA pairs, ratings, verdict.
+- ``head``: no LLM: the verdict head (a small classifier on the packaged encoder) over the
+  evidence.
+"""
+from __future__ import annotations
+
+import json
+from enum import Enum
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from plugin.errors import BadInput
+
+
+class Strategy(str, Enum):
+    LOOKUP = "lookup"
+    QA_LOOP = "qa-loop"
+    SINGLE_CALL = "single-call"
+    HEAD = "head"
+
+
+class VerificationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = ""
+    description: str = ""
+    strategy: Strategy
+    #: the retrieval configuration the lookup matches fact-checks with
+    retrieval: str | None = None
+    #: a published rating answers the claim when the best match's score reaches this; ``None``
+    #: skips the lookup. Measured on data: see ``lookup_threshold`` in the file's notes.
+    lookup_min_score: float | None = None
+    max_turns: int = Field(default=5, ge=1, le=20)
+    passages_per_question: int = Field(default=3, ge=1, le=20)
+    hyde: bool = True
+    decisive_at: float = Field(default=0.8, ge=0.0, le=1.0)
+    passages: int = Field(default=10, ge=1, le=50)
+    per_url: int = Field(default=2, ge=1, le=50)
+    fewshot: int = Field(default=1, ge=0, le=8)
+    budget_s: float = Field(default=60.0, gt=0, le=3600)
+    #: combine the verdict head's label scores with the LLM's (weight of the head, 0–1)
+    head_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_tokens: int = Field(default=384, ge=16, le=8192)
+
+
+def packaged_path() -> Path:
+    return Path(str(resources.files("plugin.verify").joinpath("configs/verification.json")))
+
+
+@cache
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def load_configs(path: Path | None = None) -> dict[str, VerificationConfig]:
+    raw: dict[str, Any] = json.loads(_read(str(path or packaged_path())))
+    try:
+        return {name: VerificationConfig(name=name, **body) for name, body in raw["configs"].items()}
+    except ValidationError as exc:
+        raise BadInput(f"invalid verification configuration: {exc.errors()[0]['loc']}: "
+                       f"{exc.errors()[0]['msg']}") from None
+
+
+def default_name(path: Path | None = None) -> str:
+    return json.loads(_read(str(path or packaged_path())))["default"]
+
+
+def get_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:
+    configs = load_configs(path)
+    name = name or default_name(path)
+    if name not in configs:
+        raise BadInput(f"unknown verification configuration {name!r}; known: {', '.join(configs)}")
+    return configs[name]

@@ -1,0 +1,122 @@
+"""What each LLM step of verification must return, as pydantic models.
+
+The client sends each model's JSON schema as ``response_format`` (llama.cpp turns it into a
+grammar; vLLM and hosted APIs use structured outputs) and validates the answer against it, so a
+step either yields one of these or fails with the model's raw output in the error. Lengths and
+scores are *clamped* here rather than refused: a 140-character question is still a question,
+and refusing it would burn the one retry on form instead of content.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field, field_validator
+
+from plugin.models import Verdict
+
+#: The four verdict labels, in the order prompts list them.
+LABELS = tuple(v.value for v in Verdict)
+#: The JSON keys label ratings use (``label_scores`` keys in results are the labels themselves).
+SCORE_KEYS = {"supported": Verdict.SUPPORTED, "refuted": Verdict.REFUTED,
+              "not_enough_evidence": Verdict.NOT_ENOUGH_EVIDENCE,
+              "conflicting": Verdict.CONFLICTING}
+
+
+def _clip(limit: int):
+    def clip(v: Any) -> Any:
+        return " ".join(v.split())[:limit] if isinstance(v, str) else v
+    return BeforeValidator(clip)
+
+
+def _unit(v: Any) -> Any:
+    """Ratings are probabilities; a model that writes 80 means 0.8, one that writes -1 means 0."""
+    if isinstance(v, (int, float)):
+        v = float(v) / 100 if v > 1 else float(v)
+        return min(max(v, 0.0), 1.0)
+    return v
+
+
+Short = Annotated[str, _clip(300)]
+Long = Annotated[str, _clip(1500)]
+Unit = Annotated[float, BeforeValidator(_unit)]
+
+
+class VerdictLabel(str, Enum):
+    SUPPORTED = Verdict.SUPPORTED.value
+    REFUTED = Verdict.REFUTED.value
+    NOT_ENOUGH_EVIDENCE = Verdict.NOT_ENOUGH_EVIDENCE.value
+    CONFLICTING = Verdict.CONFLICTING.value
+
+
+class LabelScores(BaseModel):
+    """A rating per label (0–1); the verdict step and the evidence summary both give one."""
+
+    supported: Unit
+    refuted: Unit
+    not_enough_evidence: Unit
+    conflicting: Unit
+
+    def by_label(self) -> dict[str, float]:
+        return {SCORE_KEYS[k].value: round(float(v), 4) for k, v in self.model_dump().items()}
+
+
+class NextQuestion(BaseModel):
+    """The next question whose answer would most help decide the claim."""
+
+    question: Short
+
+
+class HydePassage(BaseModel):
+    """A hypothetical passage that would answer the question (HyDE): searched with, never cited."""
+
+    passage: Long
+
+
+class GroundedAnswer(BaseModel):
+    """An answer taken from the numbered passages; ``source`` is the passage's number, 0 when
+    none of them answers the question."""
+
+    answer: Short
+    source: int = Field(ge=0)
+
+
+class EvidenceSummary(BaseModel):
+    """What the evidence so far establishes, and how it leans (the loop stops once decisive)."""
+
+    summary: Long
+    label_scores: LabelScores
+
+
+class Statement(BaseModel):
+    """One sentence of a justification and the numbered evidence items it rests on."""
+
+    text: Short
+    sources: list[int] = Field(min_length=1, max_length=5)
+
+
+class VerdictOut(BaseModel):
+    label_scores: LabelScores
+    verdict: VerdictLabel
+    statements: list[Statement] = Field(min_length=1, max_length=5)
+
+
+class QAItem(BaseModel):
+    question: Short
+    answer: Short
+    source: int = Field(ge=0)
+
+
+class SingleCallOut(BaseModel):
+    """The single-call strategy: question–answer pairs from the passages, ratings, verdict and a
+    cited justification in one answer."""
+
+    qa_pairs: list[QAItem] = Field(min_length=1, max_length=10)
+    label_scores: LabelScores
+    verdict: VerdictLabel
+    statements: list[Statement] = Field(min_length=1, max_length=5)
+
+    @field_validator("qa_pairs", mode="before")
+    @classmethod
+    def _first_ten(cls, v: Any) -> Any:
+        return v[:10] if isinstance(v, list) else v

@@ -1,0 +1,356 @@
+"""Claim verification for a claim nobody has checked yet, and the lookup for one somebody has.
+
+``Verifier.verify`` runs one named configuration (``config.py``) for one claim and returns the
+result every channel shares (job result, ``factsieve verify --json``, the ``claim.verified``
+webhook): verdict, label ratings, question–answer evidence with sources, a justification whose
+statements cite those pairs, why it stopped, and where the time and tokens went.
+
+Its parts are handed in — a matcher for the lookup, an evidence searcher, the LLM client, the
+few-shot pool, optionally the verdict head — so the flow is testable with any of them and the
+I/O stays at the edges. The LLM never gets the last word by default: an answer that fails its
+schema twice fails the claim (``LLMOutputInvalid``), and no fallback invents a verdict.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Protocol
+
+from plugin.errors import BadInput
+from plugin.models import MAX_TEXT_CHARS, Verdict, normalise_rating
+from plugin.verify import prompts, steps
+from plugin.verify.config import Strategy, VerificationConfig
+from plugin.verify.fewshot import FewShotPool
+from plugin.verify.scoring import NO_ANSWER
+
+Progress = Callable[[str, int | None], None]
+
+
+class EvidenceSearch(Protocol):
+    """Hybrid evidence retrieval with the task's constraints pushed into the query."""
+
+    def search(self, text: str, *, before: date | None, exclude_urls: tuple[str, ...],
+               exclude_domains: tuple[str, ...], k: int, per_url: int | None = None
+               ) -> list[dict[str, Any]]: ...
+
+
+class VerdictHead(Protocol):
+    def label_scores(self, claim: str, qa_pairs: list[dict[str, Any]]) -> dict[str, float]: ...
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    claim: str
+    date: date | None = None
+    lang: str | None = None
+    exclude_urls: tuple[str, ...] = ()
+    exclude_domains: tuple[str, ...] = ()
+    #: overrides the configuration's budget (seconds)
+    budget_s: float | None = None
+    #: the claim's id in a dataset: its own few-shot example is never shown to it
+    claim_id: str | None = None
+    #: gold question–answer evidence: the verdict step runs on it alone (``--evidence gold``)
+    gold_qa: tuple[dict[str, Any], ...] | None = None
+
+    def validated(self, today: date | None = None) -> VerifyRequest:
+        if not isinstance(self.claim, str) or not self.claim.strip():
+            raise BadInput("claim is empty: give the claim to verify")
+        if len(self.claim) > MAX_TEXT_CHARS:
+            raise BadInput(f"claim is longer than {MAX_TEXT_CHARS} characters")
+        if self.date is not None and self.date > (today or date.today()):
+            raise BadInput(f"the claim date {self.date.isoformat()} is in the future")
+        if self.budget_s is not None and not 0 < self.budget_s <= 3600:
+            raise BadInput("budget_s must be between 0 and 3600 seconds")
+        return self
+
+
+@dataclass
+class _Run:
+    """What one verification has spent and found so far."""
+
+    deadline: float
+    clock: Callable[[], float]
+    progress: Progress
+    timings: dict[str, float] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
+    calls: int = 0
+    #: the lookup's best match (shown when it did not clear the threshold)
+    lookup: dict[str, Any] | None = None
+    #: the qa-loop's last evidence summary
+    summary: str | None = None
+
+    def out_of_time(self) -> bool:
+        return self.clock() >= self.deadline
+
+    def timed(self, stage: str, fn: Callable[[], Any], turn: int | None = None) -> Any:
+        self.progress(stage, turn)
+        t0 = self.clock()
+        try:
+            return fn()
+        finally:
+            self.timings[stage] = self.timings.get(stage, 0.0) + (self.clock() - t0) * 1e3
+
+    def spend(self, reply: Any) -> Any:
+        self.calls += 1
+        self.tokens["prompt"] += reply.prompt_tokens
+        self.tokens["completion"] += reply.completion_tokens
+        return reply.parsed
+
+
+class Verifier:
+    def __init__(self, *, llm: Any = None, evidence: EvidenceSearch | None = None,
+                 matcher: Any = None, pool: FewShotPool | None = None,
+                 head: VerdictHead | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.llm, self.evidence, self.matcher = llm, evidence, matcher
+        self.pool, self.head, self.clock = pool, head, clock
+
+    # -- the entry point ------------------------------------------------------------------------
+    def verify(self, req: VerifyRequest, cfg: VerificationConfig,
+               progress: Progress | None = None) -> dict[str, Any]:
+        req = req.validated()
+        budget = req.budget_s or cfg.budget_s
+        start = self.clock()
+        run = _Run(deadline=start + budget, clock=self.clock, progress=progress or (lambda s, t: None))
+        out: dict[str, Any] = {"claim": req.claim, "date": req.date.isoformat() if req.date else None,
+                               "config": cfg.name, "strategy": cfg.strategy.value}
+        if req.gold_qa is not None:
+            found = self._conclude(req, cfg, list(req.gold_qa), run, stage="gold-evidence",
+                                   stopped="gold-evidence")
+        else:
+            found = self._lookup(req, cfg, run)
+            if found is None:
+                found = {Strategy.LOOKUP: self._no_lookup_match, Strategy.QA_LOOP: self._qa_loop,
+                         Strategy.SINGLE_CALL: self._single_call,
+                         Strategy.HEAD: self._head_only}[cfg.strategy](req, cfg, run)
+        out.update(found)
+        out["timings_ms"] = {k: round(v, 1) for k, v in run.timings.items()}
+        out["timings_ms"]["total"] = round((self.clock() - start) * 1e3, 1)
+        out["tokens"] = dict(run.tokens, calls=run.calls)
+        out["budget_s"] = budget
+        out["prompt_versions"] = prompts.versions()
+        return out
+
+    # -- lookup: previously fact-checked --------------------------------------------------------
+    def _lookup(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any] | None:
+        if cfg.lookup_min_score is None or self.matcher is None:
+            return None
+        from plugin.search.matcher import MatchRequest
+
+        result = run.timed("lookup", lambda: self.matcher.match(
+            MatchRequest(text=req.claim, lang=req.lang, date=req.date, k=5)))
+        best = next((m for m in result.matches if m.get("url") not in req.exclude_urls), None)
+        run.lookup = best
+        if best is None or best["score"] < cfg.lookup_min_score:
+            return None
+        rating = best.get("verdict") or normalise_rating(best.get("rating"))
+        verdict = rating.value if isinstance(rating, Verdict) else rating
+        if not verdict:
+            return None
+        citation = {k: best.get(k) for k in ("id", "url", "title", "claim", "publisher",
+                                             "published_at", "lang", "score", "rating")}
+        statement = (f"A fact-check published by {best.get('publisher') or best.get('domain') or 'a fact-checker'} "
+                     f"rated the claim \u201c{best.get('claim')}\u201d as {best.get('rating') or verdict}.")
+        return {"verdict": verdict, "label_scores": {label: float(label == verdict) for label in steps.LABELS},
+                "justification": f"{statement} [1]", "statements": [{"text": statement, "sources": [1]}],
+                "qa_pairs": [], "citations": [{"n": 1, "kind": "fact-check", **citation}],
+                "stage": "previously-fact-checked", "stopped_because": "fact-check-found",
+                "match": citation}
+
+    def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+        best = run.lookup
+        why = ("no published fact-check matches the claim" if best is None else
+               f"the best-matching fact-check scores {best['score']:.4f}, under the threshold "
+               f"{cfg.lookup_min_score}")
+        return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
+                "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
+                "stopped_because": "no-fact-check", "note": why,
+                "match": {k: best.get(k) for k in ("id", "url", "claim", "score")} if best else None}
+
+    # -- qa-loop ----------------------------------------------------------------------------------
+    def _qa_loop(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+        self._need_llm_and_evidence()
+        examples = self._examples(req, cfg)
+        pairs: list[dict[str, Any]] = []
+        asked: set[str] = set()
+        day = req.date.isoformat() if req.date else "unknown"
+        stopped = "max-turns"
+        for turn in range(1, cfg.max_turns + 1):
+            if run.out_of_time():
+                stopped = "budget"
+                break
+            q = run.spend(run.timed("question", lambda: self.llm.chat(
+                prompts.messages("question", examples=prompts.example_block(examples), claim=req.claim,
+                                 date=day, qa=prompts.qa_lines(pairs)),
+                schema=steps.NextQuestion, max_tokens=cfg.max_tokens), turn)).question
+            if not q or q.lower() in asked:
+                stopped = "no-new-question"
+                break
+            asked.add(q.lower())
+            query = q
+            if cfg.hyde:
+                hyde = run.spend(run.timed("hyde", lambda: self.llm.chat(
+                    prompts.messages("hyde", claim=req.claim, question=q),
+                    schema=steps.HydePassage, max_tokens=cfg.max_tokens), turn)).passage
+                query = f"{q}\n{hyde}"
+            passages = run.timed("retrieve", lambda: self.evidence.search(
+                query, before=req.date, exclude_urls=req.exclude_urls,
+                exclude_domains=req.exclude_domains, k=cfg.passages_per_question), turn)
+            pairs.append(self._answer(req, cfg, run, q, passages, turn))
+            summary = run.spend(run.timed("summary", lambda: self.llm.chat(
+                prompts.messages("summary", claim=req.claim, date=day, qa=prompts.qa_lines(pairs)),
+                schema=steps.EvidenceSummary, max_tokens=cfg.max_tokens), turn))
+            run.summary = summary.summary
+            if max(summary.label_scores.by_label().values()) >= cfg.decisive_at and any(
+                    p["passage_id"] for p in pairs):
+                stopped = "decisive"
+                break
+        return self._conclude(req, cfg, pairs, run, stage="qa-loop", stopped=stopped, examples=examples)
+
+    def _answer(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run, question: str,
+                passages: list[dict[str, Any]], turn: int) -> dict[str, Any]:
+        if not passages:
+            return {"question": question, "answer": NO_ANSWER, "source_url": None, "passage_id": None}
+        got = run.spend(run.timed("answer", lambda: self.llm.chat(
+            prompts.messages("answer", claim=req.claim, question=question,
+                             passages=prompts.numbered([_passage_line(p) for p in passages])),
+            schema=steps.GroundedAnswer, max_tokens=cfg.max_tokens), turn))
+        if not 1 <= got.source <= len(passages):
+            return {"question": question, "answer": NO_ANSWER, "source_url": None, "passage_id": None}
+        src = passages[got.source - 1]
+        return {"question": question, "answer": got.answer, "source_url": src.get("url"),
+                "passage_id": src.get("id")}
+
+    # -- single-call ------------------------------------------------------------------------------
+    def _single_call(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+        self._need_llm_and_evidence()
+        examples = self._examples(req, cfg)
+        passages = run.timed("retrieve", lambda: self.evidence.search(
+            req.claim, before=req.date, exclude_urls=req.exclude_urls,
+            exclude_domains=req.exclude_domains, k=cfg.passages, per_url=cfg.per_url))
+        out = run.spend(run.timed("single-call", lambda: self.llm.chat(
+            prompts.messages("single_call", examples=prompts.example_block(examples), claim=req.claim,
+                             date=req.date.isoformat() if req.date else "unknown",
+                             passages=prompts.numbered([_passage_line(p) for p in passages])),
+            schema=steps.SingleCallOut, max_tokens=max(cfg.max_tokens, 1024))))
+        pairs = []
+        for item in out.qa_pairs:
+            src = passages[item.source - 1] if 1 <= item.source <= len(passages) else None
+            pairs.append({"question": item.question, "answer": item.answer if src else NO_ANSWER,
+                          "source_url": src.get("url") if src else None,
+                          "passage_id": src.get("id") if src else None})
+        stopped = "budget" if run.out_of_time() else "single-call"
+        return self._finish(out, pairs, req, cfg, stage="single-call", stopped=stopped,
+                            retrieved=len(passages))
+
+    # -- the verdict --------------------------------------------------------------------------------
+    def _conclude(self, req: VerifyRequest, cfg: VerificationConfig, pairs: list[dict[str, Any]],
+                  run: _Run, *, stage: str, stopped: str,
+                  examples: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        if cfg.strategy is Strategy.HEAD:
+            return self._head_verdict(req, pairs, run, stage=stage, stopped=stopped)
+        self._need_llm()
+        if examples is None:
+            examples = self._examples(req, cfg)
+        out = run.spend(run.timed("verdict", lambda: self.llm.chat(
+            prompts.messages("verdict", examples=prompts.example_block(examples), claim=req.claim,
+                             date=req.date.isoformat() if req.date else "unknown",
+                             qa=prompts.qa_lines(pairs, empty="(no evidence found)")),
+            schema=steps.VerdictOut, max_tokens=cfg.max_tokens)))
+        result = self._finish(out, pairs, req, cfg, stage=stage, stopped=stopped)
+        if run.summary:
+            result["evidence_summary"] = run.summary
+        return result
+
+    def _finish(self, out: Any, pairs: list[dict[str, Any]], req: VerifyRequest,
+                cfg: VerificationConfig, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
+        llm_scores = out.label_scores.by_label()
+        scores, verdict = llm_scores, out.verdict.value
+        if self.head is not None and cfg.head_weight > 0:
+            head = self.head.label_scores(req.claim, pairs)
+            w = cfg.head_weight
+            scores = {k: round((1 - w) * llm_scores[k] + w * head.get(k, 0.0), 4) for k in steps.LABELS}
+            verdict = max(steps.LABELS, key=lambda k: scores[k])
+            extra["label_scores_llm"], extra["label_scores_head"] = llm_scores, head
+        statements, dropped = cited_statements(out.statements, len(pairs))
+        return {"verdict": verdict, "label_scores": scores,
+                "justification": justification(statements), "statements": statements,
+                "qa_pairs": pairs, "citations": citations(pairs, statements), "stage": stage,
+                "stopped_because": stopped, "uncited_statements_dropped": dropped, **extra}
+
+    # -- no LLM: the verdict head -------------------------------------------------------------------
+    def _head_only(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+        if self.evidence is None:
+            raise BadInput("the head configuration needs an evidence index to read passages from")
+        passages = run.timed("retrieve", lambda: self.evidence.search(
+            req.claim, before=req.date, exclude_urls=req.exclude_urls,
+            exclude_domains=req.exclude_domains, k=cfg.passages, per_url=cfg.per_url))
+        pairs = [{"question": p.get("title") or req.claim, "answer": p.get("text") or "",
+                  "source_url": p.get("url"), "passage_id": p.get("id")} for p in passages]
+        return self._head_verdict(req, pairs, run, stage="head", stopped="passages")
+
+    def _head_verdict(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run, *,
+                      stage: str, stopped: str) -> dict[str, Any]:
+        if self.head is None:
+            from plugin.errors import ModelUnavailable
+
+            raise ModelUnavailable("no verdict head is available: run `factsieve train-verdict` "
+                                   "or choose a configuration that uses the LLM")
+        scores = run.timed("head", lambda: self.head.label_scores(req.claim, pairs))
+        verdict = max(steps.LABELS, key=lambda k: scores.get(k, 0.0))
+        return {"verdict": verdict, "label_scores": scores, "justification": "", "statements": [],
+                "qa_pairs": pairs, "citations": citations(pairs, []), "stage": stage,
+                "stopped_because": stopped}
+
+    # -- helpers --------------------------------------------------------------------------------------
+    def _examples(self, req: VerifyRequest, cfg: VerificationConfig) -> list[dict[str, Any]]:
+        if self.pool is None or cfg.fewshot == 0:
+            return []
+        return self.pool.select(req.claim, cfg.fewshot,
+                                exclude=frozenset({req.claim_id}) if req.claim_id else frozenset())
+
+    def _need_llm(self) -> None:
+        if self.llm is None:
+            from plugin.errors import LLMNotConfigured
+
+            raise LLMNotConfigured("this verification configuration needs an LLM: set "
+                                   "FACTSIEVE_LLM_URL (and FACTSIEVE_LLM_MODEL)")
+
+    def _need_llm_and_evidence(self) -> None:
+        self._need_llm()
+        if self.evidence is None:
+            raise BadInput("this verification configuration needs the evidence index: "
+                           "load documents with `factsieve ingest-evidence`")
+
+
+def _passage_line(p: dict[str, Any]) -> str:
+    when = f" ({p['published_at']})" if p.get("published_at") else ""
+    title = f"{p['title']}{when}: " if p.get("title") else ""
+    return f"{title}{' '.join(str(p.get('text') or '').split())[:700]}"
+
+
+def cited_statements(statements: list[Any], n_evidence: int) -> tuple[list[dict[str, Any]], int]:
+    """The statements whose sources name real evidence items (numbers out of range dropped);
+    a statement left citing nothing is dropped, and counted: every statement shown cites."""
+    kept, dropped = [], 0
+    for st in statements:
+        sources = sorted({s for s in st.sources if 1 <= s <= n_evidence})
+        if sources and st.text.strip():
+            kept.append({"text": st.text.strip(), "sources": sources})
+        else:
+            dropped += 1
+    return kept, dropped
+
+
+def justification(statements: list[dict[str, Any]]) -> str:
+    return " ".join(f"{s['text']} [{', '.join(str(n) for n in s['sources'])}]" for s in statements)
+
+
+def citations(pairs: list[dict[str, Any]], statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Evidence items the justification cites (every answered pair when nothing is cited)."""
+    cited = sorted({n for s in statements for n in s["sources"]}) or [
+        i for i, p in enumerate(pairs, start=1) if p.get("source_url")]
+    return [{"n": n, "kind": "evidence", "url": pairs[n - 1].get("source_url"),
+             "passage_id": pairs[n - 1].get("passage_id"), "question": pairs[n - 1]["question"]}
+            for n in cited if n <= len(pairs)]

@@ -1,0 +1,196 @@
+"""The verification flow's pure parts, and its control flow with a scripted LLM stand-in (the
+real local LLM runs in tests/integration/test_verify.py)."""
+from __future__ import annotations
+
+from datetime import date, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from plugin.errors import BadInput, LLMNotConfigured
+from plugin.verify import prompts, steps
+from plugin.verify.config import Strategy, get_config, load_configs
+from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
+from plugin.verify.verifier import (Verifier, VerifyRequest, cited_statements, citations,
+                                    justification)
+
+SCORES = {"supported": 0.1, "refuted": 0.9, "not_enough_evidence": 0.0, "conflicting": 0.0}
+
+
+class ScriptedLLM:
+    """Answers each schema from a table; counts calls. Stands in for the LLM in flow tests."""
+
+    def __init__(self, answers: dict[type, dict], clock: list[float] | None = None, step: float = 0.0):
+        self.answers, self.calls, self.clock, self.step = answers, [], clock, step
+
+    def chat(self, messages, *, schema=None, max_tokens=None, temperature=None):
+        self.calls.append(schema.__name__)
+        if self.clock is not None:
+            self.clock[0] += self.step
+        data = self.answers[schema]
+        data = data(len(self.calls)) if callable(data) else data
+        return SimpleNamespace(parsed=schema.model_validate(data), prompt_tokens=10, completion_tokens=5)
+
+
+class Evidence:
+    def __init__(self, passages):
+        self.passages, self.queries = passages, []
+
+    def search(self, text, *, before, exclude_urls, exclude_domains, k, per_url=None):
+        self.queries.append({"text": text, "before": before, "exclude_urls": exclude_urls})
+        return [p for p in self.passages if p["url"] not in exclude_urls][:k]
+
+
+PASSAGES = [{"id": "p1", "url": "https://a.example/1", "title": "A", "text": "The mayor denied it.",
+             "published_at": "2020-01-01"},
+            {"id": "p2", "url": "https://b.example/2", "title": "B", "text": "Records show no such law.",
+             "published_at": "2020-01-02"}]
+
+
+def answers(decisive: float = 0.9, question=lambda n: {"question": f"Question number {n}?"}):
+    return {steps.NextQuestion: question,
+            steps.HydePassage: {"passage": "A hypothetical answer."},
+            steps.GroundedAnswer: {"answer": "The mayor denied it.", "source": 1},
+            steps.EvidenceSummary: {"summary": "Denied.", "label_scores": {**SCORES, "refuted": decisive}},
+            steps.VerdictOut: {"label_scores": SCORES, "verdict": "Refuted",
+                               "statements": [{"text": "The mayor denied it.", "sources": [1]},
+                                              {"text": "Uncited.", "sources": [9]}]},
+            steps.SingleCallOut: {"qa_pairs": [{"question": "Did it pass?", "answer": "No.", "source": 2},
+                                               {"question": "Who said so?", "answer": "?", "source": 7}],
+                                  "label_scores": SCORES, "verdict": "Refuted",
+                                  "statements": [{"text": "No law passed.", "sources": [1]}]}}
+
+
+def cfg(name: str, **changes):
+    return get_config(name).model_copy(update={"lookup_min_score": None, **changes})
+
+
+def test_packaged_configs_cover_every_strategy():
+    configs = load_configs()
+    assert {c.strategy for c in configs.values()} == set(Strategy)
+    assert get_config().name == "qa-loop"
+    with pytest.raises(BadInput, match="unknown verification configuration"):
+        get_config("nope")
+
+
+def test_prompts_render_and_refuse_missing_values():
+    msgs = prompts.messages("answer", claim="C", question="Q?", passages="[1] P")
+    assert msgs[0]["role"] == "system" and "Question: Q?" in msgs[1]["content"]
+    with pytest.raises(KeyError):
+        prompts.messages("answer", claim="C")
+    assert all(v >= 1 for v in prompts.versions().values())
+
+
+def test_bm25_prefers_shared_rare_words_and_pool_excludes_the_claim_itself():
+    docs = [tokens("vaccine causes autism"), tokens("the president signed a law"), tokens("law")]
+    s = bm25_scores(tokens("president law"), docs)
+    assert s[1] > s[2] > s[0] == 0.0
+    pool = FewShotPool(({"id": "a", "claim": "vaccine autism"}, {"id": "b", "claim": "vaccine law"}))
+    assert [e["id"] for e in pool.select("vaccine autism claim", 2)] == ["a", "b"]
+    assert [e["id"] for e in pool.select("vaccine autism claim", 2, exclude=frozenset({"a"}))] == ["b"]
+    assert len(load_pool().examples) == 40
+
+
+def test_statements_keep_only_real_citations():
+    st = [steps.Statement(text="Kept.", sources=[2, 1, 2, 5]), steps.Statement(text="Gone.", sources=[3])]
+    kept, dropped = cited_statements(st, 2)
+    assert kept == [{"text": "Kept.", "sources": [1, 2]}] and dropped == 1
+    assert justification(kept) == "Kept. [1, 2]"
+    pairs = [{"question": "q1", "source_url": "u1", "passage_id": "p1"},
+             {"question": "q2", "source_url": None, "passage_id": None}]
+    assert [c["n"] for c in citations(pairs, kept)] == [1, 2]
+    assert [c["n"] for c in citations(pairs, [])] == [1]  # nothing cited: the answered pairs
+
+
+def test_label_scores_are_clamped_not_refused():
+    s = steps.LabelScores(supported=80, refuted=-1, not_enough_evidence=0.5, conflicting=1)
+    assert s.by_label() == {"Supported": 0.8, "Refuted": 0.0, "Not Enough Evidence": 0.5,
+                            "Conflicting Evidence/Cherrypicking": 1.0}
+
+
+def test_bad_requests_are_refused():
+    v = Verifier()
+    for req, why in ((VerifyRequest(claim="  "), "empty"),
+                     (VerifyRequest(claim="x" * 20001), "longer"),
+                     (VerifyRequest(claim="c", date=date.today() + timedelta(days=2)), "future"),
+                     (VerifyRequest(claim="c", budget_s=0), "budget")):
+        with pytest.raises(BadInput, match=why):
+            v.verify(req, cfg("qa-loop"))
+
+
+def test_qa_loop_stops_once_decisive_and_cites_its_pairs():
+    llm, ev = ScriptedLLM(answers()), Evidence(PASSAGES)
+    out = Verifier(llm=llm, evidence=ev).verify(
+        VerifyRequest(claim="The mayor passed a law", date=date(2020, 3, 1),
+                      exclude_urls=("https://b.example/2",)), cfg("qa-loop", fewshot=0))
+    assert out["stopped_because"] == "decisive" and len(out["qa_pairs"]) == 1
+    assert llm.calls == ["NextQuestion", "HydePassage", "GroundedAnswer", "EvidenceSummary", "VerdictOut"]
+    assert out["qa_pairs"][0] == {"question": "Question number 1?", "answer": "The mayor denied it.",
+                                  "source_url": "https://a.example/1", "passage_id": "p1"}
+    assert ev.queries[0]["before"] == date(2020, 3, 1) and ev.queries[0]["exclude_urls"] == ("https://b.example/2",)
+    assert out["verdict"] == "Refuted" and out["justification"] == "The mayor denied it. [1]"
+    assert out["uncited_statements_dropped"] == 1 and out["citations"][0]["url"] == "https://a.example/1"
+    assert out["tokens"] == {"prompt": 50, "completion": 25, "calls": 5}
+    assert set(out["timings_ms"]) >= {"question", "hyde", "retrieve", "answer", "summary", "verdict", "total"}
+
+
+def test_qa_loop_runs_out_of_turns_and_of_budget():
+    llm = ScriptedLLM(answers(decisive=0.5))
+    out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
+        VerifyRequest(claim="c"), cfg("qa-loop", max_turns=2, hyde=False, fewshot=0))
+    assert out["stopped_because"] == "max-turns" and len(out["qa_pairs"]) == 2
+    clock = [0.0]
+    llm = ScriptedLLM(answers(decisive=0.5), clock=clock, step=4.0)
+    out = Verifier(llm=llm, evidence=Evidence(PASSAGES), clock=lambda: clock[0]).verify(
+        VerifyRequest(claim="c", budget_s=10), cfg("qa-loop", hyde=False, fewshot=0))
+    assert out["stopped_because"] == "budget" and out["budget_s"] == 10 and len(out["qa_pairs"]) == 1
+    assert out["verdict"] == "Refuted"  # the verdict step still runs on what was found
+
+
+def test_qa_loop_never_repeats_a_question():
+    llm = ScriptedLLM(answers(decisive=0.5, question={"question": "Same question?"}))
+    out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
+        VerifyRequest(claim="c"), cfg("qa-loop", hyde=False, fewshot=0))
+    assert out["stopped_because"] == "no-new-question" and len(out["qa_pairs"]) == 1
+
+
+def test_single_call_maps_sources_to_passages():
+    out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES)).verify(
+        VerifyRequest(claim="c"), cfg("single-call", fewshot=0))
+    assert out["stage"] == "single-call" and out["retrieved"] == 2
+    assert out["qa_pairs"][0]["source_url"] == "https://b.example/2"
+    assert out["qa_pairs"][1]["answer"] == "No answer could be found."  # source 7 does not exist
+
+
+def test_gold_evidence_goes_straight_to_the_verdict():
+    llm = ScriptedLLM(answers())
+    gold = ({"question": "q", "answer": "a", "source_url": "u", "passage_id": None},)
+    out = Verifier(llm=llm).verify(VerifyRequest(claim="c", gold_qa=gold), cfg("qa-loop", fewshot=0))
+    assert llm.calls == ["VerdictOut"] and out["stage"] == "gold-evidence" and out["qa_pairs"] == list(gold)
+
+
+def test_no_llm_is_a_clear_error():
+    with pytest.raises(LLMNotConfigured, match="FACTSIEVE_LLM_URL"):
+        Verifier(evidence=Evidence(PASSAGES)).verify(VerifyRequest(claim="c"), cfg("single-call"))
+
+
+class Matcher:
+    def __init__(self, score):
+        self.score = score
+
+    def match(self, req):
+        return SimpleNamespace(matches=[{"id": "f1", "url": "https://fc.example/1", "score": self.score,
+                                         "claim": "Mayor passed law", "rating": "False",
+                                         "verdict": "Refuted", "publisher": "FC"}])
+
+
+def test_lookup_answers_above_the_threshold_and_falls_through_below():
+    out = Verifier(matcher=Matcher(0.5)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
+    assert out["citations"][0]["url"] == "https://fc.example/1" and out["justification"].endswith("[1]")
+    out = Verifier(matcher=Matcher(0.01)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    assert out["stage"] == "lookup" and out["verdict"] == "Not Enough Evidence"
+    assert "under the threshold" in out["note"]
+    out = Verifier(matcher=Matcher(0.5)).verify(
+        VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), get_config("lookup"))
+    assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
