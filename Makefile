@@ -15,7 +15,7 @@ export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test unit up down status install model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
+.PHONY: demo test unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,19 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# The production model path (sentence-transformers, CrossEncoder) needs torch, which is kept out
+# of `make install`: from PyPI alone it is the CUDA build (~2.7 GB download, ~4.7 GB installed,
+# measured); a CPU wheel exists where one lies on disk. Opt in here.
+TORCH_STAMP := $(VENV)/.torch-installed
+$(TORCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q 'torch==2.13.0' -e '.[torch]'
+	@touch $@
+
+install-torch: $(TORCH_STAMP)
+
+test-torch: install-torch model
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_torch_backends.py
 
 up:
 	scripts/services.sh up

@@ -40,8 +40,9 @@ class SentenceTransformerEmbedder:
             raise ModelUnavailable(f"cannot load embedding model {name_or_path!r}: {exc}") from exc
         current = self._model.max_seq_length
         self._model.max_seq_length = min(max_seq_length, current) if current else max_seq_length
-        get_dim = getattr(self._model, "get_sentence_embedding_dimension", None) \
-            or getattr(self._model, "get_embedding_dimension")
+        # the new name first: sentence-transformers 6 warns when the old one is called
+        get_dim = getattr(self._model, "get_embedding_dimension", None) \
+            or getattr(self._model, "get_sentence_embedding_dimension")
         dim = get_dim()
         self.dim = int(dim) if dim else int(self._encode(["dim probe"], "").shape[1])
         log.info("loaded %s (sentence-transformers, dim %d, device %s)", self.name, self.dim,
