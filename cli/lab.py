@@ -3,44 +3,56 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.service.services import Services
 
 from cli.common import DEFAULT_DATASET, dataset_path, dump
 
+if TYPE_CHECKING:
+    from plugin.lab.reranker.groups import GroupSource
+    from plugin.lab.reranker.options import MiningOptions, TrainOptions
+    from plugin.search.retrieval import RetrievalConfig
+
+
+def select_configs(path: Path | None, names: str | None) -> dict[str, RetrievalConfig]:
+    """The configurations of ``path`` (default: the packaged file) named by ``--config
+    NAME[,NAME...]``, in that order; all of them without names. An unknown name is refused with
+    the known ones, by every command that takes ``--config``."""
+    from plugin.search.retrieval import load_configs
+
+    configs = load_configs(path)
+    if not names:
+        return configs
+    wanted = [c.strip() for c in names.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in configs]
+    if unknown:
+        raise BadInput(f"unknown configuration(s) {unknown}; known: {', '.join(configs)}")
+    return {c: configs[c] for c in wanted}
+
 
 def _table(result: dict[str, Any]) -> str:
     cols = ["S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"]
-    lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['n_factchecks']} fact-checks)",
+    lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['split']}, "
+             f"{result['n_factchecks']} fact-checks)",
              f"{'config':<16}{'mode':<7}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}{'p95 ms':>9}"]
-    for name, body in result["configs"].items():
-        if "skipped" in body:
-            lines.append(f"{name:<16}skipped: {body['skipped']}")
-            continue
-        per_mode = body if "S@10" not in body else {result["modes"][0]: body}
+    for name, per_mode in result["configs"].items():
         for mode, m in per_mode.items():
             lines.append(f"{name:<16}{mode:<7}" + "".join(f"{m[c]:>8.3f}" for c in cols)
                          + f"{m['latency_ms']['p50']:>9.1f}{m['latency_ms']['p95']:>9.1f}")
+    for name, why in result["skipped"].items():
+        lines.append(f"{name:<16}skipped: {why}")
     return "\n".join(lines)
 
 
 def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.evaluate.run import evaluate, load_dataset
-    from plugin.search.retrieval import load_configs
+    from plugin.search.rerank import load_rerankers
 
     settings = services.settings
     dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
-    configs = load_configs(args.configs_file)
-    if args.config:
-        wanted = [c.strip() for c in args.config.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in configs]
-        if unknown:
-            raise BadInput(f"unknown configuration(s) {unknown}; known: {', '.join(configs)}")
-        configs = {c: configs[c] for c in wanted}
-    from plugin.search.rerank import load_rerankers
-
+    configs = select_configs(args.configs_file, args.config)
     rerankers = load_rerankers(configs, settings)
     result = evaluate(services.store, services.embedder, settings, dataset, configs,
                       mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild)
@@ -61,13 +73,10 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.bench import bench
     from plugin.lab.evaluate.run import load_dataset
     from plugin.models import Mode
-    from plugin.search.retrieval import load_configs
 
     settings = services.settings
+    configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
-    configs = load_configs(args.configs_file)
-    if args.config:
-        configs = {c: configs[c] for c in args.config.split(",") if c in configs}
     sizes = [int(x) for x in args.docs.split(",")] if args.docs else []
     result = bench(services.store, services.embedder, settings, dataset, configs,
                    sizes=sizes, concurrency=args.concurrency, n_queries=args.queries,
@@ -76,21 +85,88 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
-def cmd_train_reranker(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.train_reranker import train_reranker
+# -- train-reranker mine|fit|pack|import ---------------------------------------------------------
+def _existing(flag: str, path: Path | None) -> Path | None:
+    if path is not None and not path.exists():
+        raise BadInput(f"{flag} {str(path)!r} not found")
+    return path
 
-    settings = services.settings
-    for flag, path in (("--dataset", args.dataset), ("--groups", args.groups),
-                       ("--remote-weights", args.remote_weights)):
-        if path is not None and not path.exists():
-            raise BadInput(f"{flag} {str(path)!r} not found")
-    dump(train_reranker(settings, args.dataset, args.out, epochs=args.epochs, negatives=args.negatives,
-                         pool=args.pool, max_length=args.max_length, batch_size=args.batch_size,
-                         lr=args.lr, seed=args.seed, loss=args.loss, threads=args.threads,
-                         train_layers=args.train_layers or None, first_stage=args.first_stage,
-                         device=args.device, export_groups=args.export_groups,
-                         groups_file=args.groups, pack=args.pack, remote_weights=args.remote_weights))
+
+def _mining(args: argparse.Namespace) -> MiningOptions:
+    from plugin.lab.reranker.options import MiningOptions
+
+    return MiningOptions(first_stage=args.first_stage)
+
+
+def _source(args: argparse.Namespace) -> GroupSource:
+    from plugin.lab.reranker.groups import GroupSource
+
+    return GroupSource(dataset=_existing("--dataset", args.dataset),
+                       file=_existing("--groups", args.groups), mining=_mining(args))
+
+
+def _train_options(args: argparse.Namespace) -> TrainOptions:
+    from plugin.lab.reranker.options import TrainOptions
+
+    return TrainOptions(epochs=args.epochs, negatives=args.negatives, pool=args.pool,
+                        max_length=args.max_length, batch_size=args.batch_size, lr=args.lr,
+                        seed=args.seed, loss=args.loss, train_layers=args.train_layers or None)
+
+
+def cmd_reranker_mine(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.groups import export_groups
+
+    dump(export_groups(services.settings, _existing("--dataset", args.dataset), args.out, _mining(args)))
     return 0
+
+
+def cmd_reranker_fit(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.fit import fit_reranker
+
+    dump(fit_reranker(services.settings, _source(args), args.out, _train_options(args),
+                      device=args.device, threads=args.threads))
+    return 0
+
+
+def cmd_reranker_pack(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.pack import write_pack
+
+    dump(write_pack(services.settings, _source(args), args.out, _train_options(args)))
+    return 0
+
+
+def cmd_reranker_import(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.importer import import_weights
+
+    dump(import_weights(services.settings, _source(args), _existing("--weights", args.weights), args.out))
+    return 0
+
+
+def _groups_from(sp: argparse.ArgumentParser) -> None:
+    """``--dataset DIR`` (mined on the spot) or ``--groups FILE`` (written by ``mine``)."""
+    source = sp.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", type=Path, metavar="DIR",
+                        help="dataset folder: mine its training queries' groups now")
+    source.add_argument("--groups", type=Path, metavar="FILE", help="groups written by `train-reranker mine`")
+    _first_stage(sp)
+
+
+def _first_stage(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--first-stage", default="factsieve", metavar="NAME",
+                    help="configuration the hard negatives are mined from (the one the reranker sits behind)")
+
+
+def _hyper_parameters(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--epochs", type=int, default=4)
+    sp.add_argument("--negatives", type=int, default=7, help="hard negatives per positive per step")
+    sp.add_argument("--pool", type=int, default=30, help="negatives are sampled from the first stage's top N")
+    sp.add_argument("--max-length", type=int, default=160, help="tokens per (query, passage) pair")
+    sp.add_argument("--batch-size", type=int, default=16, help="pairs per step (whole groups)")
+    sp.add_argument("--lr", type=float, default=3e-5)
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--loss", default="listwise", help="listwise (softmax over each group) or bce")
+    sp.add_argument("--train-layers", type=int, default=4,
+                    help="fine-tune only the top N encoder layers (0: all); the pooler and classifier always")
 
 
 def register(sub: Any, add: Any) -> None:
@@ -102,44 +178,51 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
     sp.add_argument("--record", action="store_true",
-                    help="write the scores into the configuration file as each configuration's last_scores")
-    sp.add_argument("--json", action="store_true", help="print JSON (the default)")
+                    help="record the scores in the configuration file's last_scores "
+                         "(per dataset, query split and mode)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
-    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration without a reranker)")
-    sp.add_argument("--configs-file", type=Path)
+    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration; those with a reranker are skipped)")
+    sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
     sp.add_argument("--docs", help="scaled synthetic corpus sizes, e.g. 100000,1000000")
     sp.add_argument("--concurrency", type=int, default=2)
     sp.add_argument("--queries", type=int, default=200, help="queries for the latency run")
     sp.add_argument("--seconds", type=float, default=20.0, help="duration of the throughput run")
     sp.add_argument("--mode", default="auto")
-    sp.add_argument("--json", action="store_true", help="print JSON (the default)")
 
-    sp = add("train-reranker", cmd_train_reranker,
-             "fine-tune a cross-encoder reranker on a dataset's training queries (needs factsieve[train])")
-    sp.add_argument("--dataset", type=Path, help="dataset folder (queries with split == train are used)")
-    sp.add_argument("--out", help="NAME (under the model cache's rerankers/) or a folder")
-    sp.add_argument("--first-stage", default="factsieve",
-                    help="configuration the hard negatives are mined from (the one the reranker sits behind)")
-    sp.add_argument("--epochs", type=int, default=4)
-    sp.add_argument("--negatives", type=int, default=7, help="hard negatives per positive per step")
-    sp.add_argument("--pool", type=int, default=30, help="negatives are sampled from the first stage's top N")
-    sp.add_argument("--max-length", type=int, default=160, help="tokens per (query, passage) pair")
-    sp.add_argument("--batch-size", type=int, default=16, help="pairs per step (whole groups)")
-    sp.add_argument("--lr", type=float, default=3e-5)
-    sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--loss", default="listwise", help="listwise (softmax over each group) or bce")
-    sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
+    help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries, here or on an "
+             "accelerator box (needs factsieve[train])")
+    steps = sub.add_parser("train-reranker", help=help_, description=help_).add_subparsers(
+        dest="reranker_command", required=True, metavar="STEP")
+    sp = add("mine", cmd_reranker_mine,
+             "mine training groups with hard negatives from the first stage into a file (no torch)", steps)
+    sp.add_argument("--dataset", type=Path, required=True, metavar="DIR",
+                    help="dataset folder (queries with split == train are used)")
+    sp.add_argument("--out", type=Path, required=True, metavar="FILE", help="the groups file to write")
+    _first_stage(sp)
+
+    sp = add("fit", cmd_reranker_fit,
+             "train here (CPU or CUDA) and write the model folder with its ONNX export", steps)
+    _groups_from(sp)
+    sp.add_argument("--out", required=True, metavar="NAME|DIR",
+                    help="NAME (under the model cache's rerankers/) or a folder")
+    _hyper_parameters(sp)
     sp.add_argument("--device", default="auto", help="auto (CUDA when torch sees one), cpu or cuda")
-    sp.add_argument("--train-layers", type=int, default=4,
-                    help="fine-tune only the top N encoder layers (0: all); the pooler and classifier always")
-    sp.add_argument("--export-groups", type=Path, metavar="FILE",
-                    help="mine the training groups into FILE and stop (no torch needed)")
-    sp.add_argument("--groups", type=Path, metavar="FILE", help="train from groups written by --export-groups")
-    sp.add_argument("--pack", type=Path, metavar="FILE",
-                    help="write a torch-only training bundle for an accelerator box and stop "
-                         "(scripts/train_reranker_remote.py trains it)")
-    sp.add_argument("--remote-weights", type=Path, metavar="DIR",
-                    help="finish the model from weights trained from a --pack bundle")
+    sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
+
+    sp = add("pack", cmd_reranker_pack,
+             "write a torch-only training bundle for an accelerator box "
+             "(scripts/train_reranker_remote.py trains it)", steps)
+    _groups_from(sp)
+    sp.add_argument("--out", type=Path, required=True, metavar="FILE", help="the bundle to write")
+    _hyper_parameters(sp)
+
+    sp = add("import", cmd_reranker_import,
+             "finish the model folder from weights trained from a pack", steps)
+    _groups_from(sp)
+    sp.add_argument("--weights", type=Path, required=True, metavar="DIR",
+                    help="what scripts/train_reranker_remote.py wrote (weights-*.pt, train_summary.json)")
+    sp.add_argument("--out", required=True, metavar="NAME|DIR",
+                    help="NAME (under the model cache's rerankers/) or a folder")

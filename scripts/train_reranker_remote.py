@@ -3,18 +3,18 @@
 
 Here (where OpenSearch and the model cache live):
 
-    factsieve train-reranker --dataset DIR --export-groups groups.jsonl
-    factsieve train-reranker --groups groups.jsonl --pack .cache/reranker-pack/pack.pt \\
+    factsieve train-reranker mine --dataset DIR --out groups.jsonl
+    factsieve train-reranker pack --groups groups.jsonl --out .cache/reranker-pack/pack.pt \\
         --train-layers 0 --negatives 15 --epochs 8 --batch-size 128
 
-There (needs only python3 with torch + transformers, and this checkout for plugin/train_reranker.py):
+There (needs only python3 with torch + transformers, and this checkout for plugin/lab/reranker/):
 
     python3 scripts/train_reranker_remote.py --pack .cache/reranker-pack/pack.pt --out OUT \\
         [--sweep sweep.json --validation-share 0.15]
 
 Back here:
 
-    factsieve train-reranker --groups groups.jsonl --remote-weights OUT --out NAME
+    factsieve train-reranker import --groups groups.jsonl --weights OUT --out NAME
 
 With ``--sweep``, each entry (a dict of hyper-parameter overrides) is first trained on the
 training groups minus a held-out share of the *training* queries and scored by the MRR of the
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plugin.lab.train_reranker import train_packed  # noqa: E402  (torch-only import chain)
+from plugin.lab.reranker.pack import train_packed  # noqa: E402  (torch-only import chain)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
             if best is None or peak["mrr"] > best[1]["mrr"]:
                 best = (hp, peak)
-        assert best is not None
+        if best is None:
+            ap.error("--sweep is an empty list")
         base = {**best[0], "epochs": best[1]["epoch"]}
         report["chosen"] = base
     final = train_packed(args.pack, args.out, device=args.device, **base)

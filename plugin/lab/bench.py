@@ -17,8 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+
 from plugin.embedding import Embedder
-from plugin.lab.evaluate.run import Dataset, _pct, ensure_dataset_index
+from plugin.lab.evaluate.metrics import percentile
+from plugin.lab.evaluate.run import Dataset, ensure_dataset_index
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
@@ -122,7 +124,7 @@ def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10) -> dict
         took.append((time.perf_counter() - t0) * 1e3)
         for key, ms in r.timings_ms.items():
             parts.setdefault(key, []).append(ms)
-    return {"p50": round(_pct(took, 0.5), 2), "p95": round(_pct(took, 0.95), 2),
+    return {"p50": round(percentile(took, 0.5), 2), "p95": round(percentile(took, 0.95), 2),
             "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()}}
 
 

@@ -53,6 +53,32 @@ class Rerank(BaseModel):
     weight: float = Field(default=1.0, ge=0, le=1)
 
 
+#: The metrics a configuration's ``last_scores`` keep (latency belongs to ``bench``).
+RECORDED_METRICS = ("S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100")
+
+
+class RecordedScore(BaseModel):
+    """One measurement in a configuration's ``last_scores``: what ``evaluate --record`` wrote for
+    one (dataset, split, mode), and when. ``split`` names the queries scored (``dev+test``,
+    ``all``; see ``plugin.lab.evaluate.run.query_split``), so a run on another query set is a
+    separate record, not a replacement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    split: str
+    mode: str
+    date: str
+    n_queries: int = Field(ge=0)
+    #: queries left out because a reranker in the same run was trained on them
+    excluded_training_queries: int = Field(default=0, ge=0)
+    metrics: dict[str, float]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.dataset, self.split, self.mode
+
+
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -69,7 +95,7 @@ class RetrievalConfig(BaseModel):
     #: collapse near-duplicate fact-checks of one claim (syndicated debunks) in the top k
     collapse: float | None = Field(default=None, gt=0, le=1)
     rerank: Rerank | None = None
-    last_scores: dict[str, Any] = Field(default_factory=dict)
+    last_scores: list[RecordedScore] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> RetrievalConfig:
@@ -105,29 +131,23 @@ def load_configs(path: Path | None = None) -> dict[str, RetrievalConfig]:
     return configs
 
 
-#: The metrics a configuration's ``last_scores`` keep (latency belongs to ``bench``).
-RECORDED_METRICS = ("S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100")
-
-
 def record_scores(doc: dict[str, Any], result: dict[str, Any], *, on: str) -> dict[str, Any]:
-    """A copy of a configuration file's ``doc`` with ``result`` (what ``evaluate`` printed) as the
-    ``last_scores`` of each configuration it measured, under a label naming the dataset, the
-    query set, the mode and the day ``on``. Earlier labels for the same dataset and mode are
-    replaced; other datasets' scores stay."""
+    """A copy of a configuration file's ``doc`` with ``result`` (what ``evaluate`` printed:
+    ``configs`` as ``{name: {mode: metrics}}``) recorded in the ``last_scores`` of each
+    configuration it measured, one ``RecordedScore`` per mode dated ``on``. A record with the same
+    (dataset, split, mode) is replaced; every other record stays."""
     out = json.loads(json.dumps(doc))
-    dataset = Path(str(result["dataset"])).name
-    n, excluded = result["n_queries"], result.get("excluded_training_queries", 0)
-    queries = f"{n} queries" + (f" not used to train a reranker, {excluded} excluded" if excluded else "")
-    for name, measured in result["configs"].items():
-        if name not in out["configs"] or "skipped" in measured:
+    common = {"dataset": Path(str(result["dataset"])).name, "split": result["split"], "date": on,
+              "n_queries": result["n_queries"],
+              "excluded_training_queries": result.get("excluded_training_queries", 0)}
+    for name, per_mode in result["configs"].items():
+        if name not in out["configs"]:
             continue
-        per_mode = measured if not any(m in measured for m in RECORDED_METRICS) else \
-            {result["modes"][0]: measured}
-        scores = out["configs"][name].setdefault("last_scores", {})
+        scores = out["configs"][name].setdefault("last_scores", [])
         for mode, metrics in per_mode.items():
-            for old in [k for k in scores if k.startswith(f"{dataset} (") and f", {mode}, " in k]:
-                del scores[old]
-            scores[f"{dataset} ({queries}, {mode}, {on})"] = {m: metrics[m] for m in RECORDED_METRICS}
+            new = RecordedScore(mode=mode, metrics={m: metrics[m] for m in RECORDED_METRICS}, **common)
+            scores[:] = [s for s in scores if RecordedScore.model_validate(s).key != new.key]
+            scores.append(new.model_dump(mode="json"))
     return out
 
 

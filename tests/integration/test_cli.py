@@ -103,6 +103,21 @@ def test_evaluate_reports_every_config_per_mode(capsys, embedder, dataset_copy):
             assert 0 <= m["S@10"] <= 1 and m["latency_ms"]["p50"] > 0
     # crosslingual pairs: dense matching must find most of them, BM25 cannot
     assert result["configs"]["dense"]["cross"]["S@10"] > result["configs"]["bm25"]["cross"]["S@10"]
+    # one mode has the same shape as two; the table prints a row per (config, mode)
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
+                       "--mode", "mono")
+    single = json.loads(out)
+    assert code == 0 and single["modes"] == ["mono"] and list(single["configs"]["bm25"]) == ["mono"]
+    assert single["split"] == "all" and single["skipped"] == {}
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25,dense",
+                       "--table")
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith(("bm25 ", "dense "))]) == 4
+
+
+@pytest.mark.parametrize("command", ["evaluate", "bench"])
+def test_unknown_config_is_refused(capsys, command):
+    code, _, err = run(capsys, command, "--dataset", str(SAMPLES / "multiclaim"), "--config", "dense,nope")
+    assert code == 2 and "unknown configuration" in err and "'nope'" in err
 
 
 def test_evaluate_unknown_config_and_missing_dataset(capsys, tmp_path):
@@ -132,10 +147,10 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
 
 def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):
     """Mining runs the real first stage over the dataset's index; no torch is needed for it."""
-    from plugin.lab.train_reranker import load_groups, sha1_digit
+    from plugin.lab.reranker import load_groups, sha1_digit
 
     path = tmp_path / "groups.jsonl"
-    code, out, _ = run(capsys, "train-reranker", "--dataset", str(dataset_copy), "--export-groups", str(path))
+    code, out, _ = run(capsys, "train-reranker", "mine", "--dataset", str(dataset_copy), "--out", str(path))
     assert code == 0
     summary = json.loads(out)
     groups, meta = load_groups(path)
@@ -150,7 +165,8 @@ def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder
               for line in (dataset_copy / "factchecks.jsonl").read_text().splitlines()}
     for g in groups:  # a relevant fact-check is never a negative of its own query
         assert not any(claims[d] in n for d in qrels[g.query_id] for n in g.negatives)
-    code, _, err = run(capsys, "train-reranker", "--groups", str(tmp_path / "missing.jsonl"), "--out", "x")
+    code, _, err = run(capsys, "train-reranker", "fit", "--groups", str(tmp_path / "missing.jsonl"),
+                       "--out", "x")
     assert code == 2 and "not found" in err
 
 
@@ -163,6 +179,6 @@ def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_
                      "--configs-file", str(configs), "--record")
     assert code == 0
     scores = json.loads(configs.read_text())["configs"]["bm25"]["last_scores"]
-    mine = {k: v for k, v in scores.items() if k.startswith(f"{dataset_copy.name} (")}
-    assert len(mine) == 2 and all(set(v) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
-                                  for v in mine.values())
+    mine = [s for s in scores if s["dataset"] == dataset_copy.name]
+    assert len(mine) == 2 and all(set(s["metrics"]) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
+                                  for s in mine)

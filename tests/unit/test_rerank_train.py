@@ -14,17 +14,19 @@ import pytest
 from plugin.errors import BadInput, ModelUnavailable
 from plugin.search.rerank import passage as passage_text
 from plugin.settings import Settings
-from plugin.lab.train_reranker import (
+from plugin.lab.reranker import (
+    GroupSource,
     TrainingGroup,
-    _batches,
-    _sample_epoch,
+    TrainOptions,
+    epoch_batches,
+    fit_reranker,
     load_groups,
-    save_groups,
-    _spearman,
     mine_groups,
     output_dir,
+    sample_epoch,
+    save_groups,
     sha1_digit,
-    train_reranker,
+    spearman,
     training_query_ids,
 )
 
@@ -88,7 +90,7 @@ def test_mining_reads_only_training_queries_and_drops_relevant() -> None:
 def test_batches_are_whole_groups_with_sampled_negatives() -> None:
     groups = [TrainingGroup(str(i), f"q{i}", f"p{i}", tuple(f"n{i}-{j}" for j in range(10)))
               for i in range(5)] + [TrainingGroup("short", "qs", "ps", ("only",))]
-    batches = _batches(groups, per_step=2, negatives=3, pool=4, rng=random.Random(0))
+    batches = epoch_batches(groups, per_step=2, negatives=3, pool=4, rng=random.Random(0))
     assert [len(q) for q, _ in batches] == [8, 8, 8]
     seen = set()
     for queries, passages in batches:
@@ -116,21 +118,23 @@ def test_output_dir(tmp_path: Path) -> None:
 
 
 def test_spearman() -> None:
-    assert _spearman(np.array([1.0, 2, 3]), np.array([10.0, 20, 30])) == pytest.approx(1.0)
-    assert _spearman(np.array([1.0, 2, 3]), np.array([3.0, 2, 1])) == pytest.approx(-1.0)
+    assert spearman(np.array([1.0, 2, 3]), np.array([10.0, 20, 30])) == pytest.approx(1.0)
+    assert spearman(np.array([1.0, 2, 3]), np.array([3.0, 2, 1])) == pytest.approx(-1.0)
 
 
 def test_bad_arguments_fail_before_torch(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="loss"):
-        train_reranker(Settings(cache_dir=tmp_path), tmp_path, "x", loss="hinge")
+        fit_reranker(Settings(cache_dir=tmp_path), GroupSource(dataset=tmp_path), "x",
+                     TrainOptions(loss="hinge"))
     with pytest.raises(BadInput, match="--negatives"):
-        train_reranker(Settings(cache_dir=tmp_path), tmp_path, "x", negatives=0)
+        fit_reranker(Settings(cache_dir=tmp_path), GroupSource(dataset=tmp_path), "x",
+                     TrainOptions(negatives=0))
 
 
 def test_missing_torch_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ModelUnavailable, match=r"factsieve\[train\]"):
-        train_reranker(Settings(cache_dir=tmp_path), tmp_path, "x")
+        fit_reranker(Settings(cache_dir=tmp_path), GroupSource(dataset=tmp_path), "x")
 
 
 def test_groups_round_trip_and_refuse_foreign_queries(tmp_path: Path) -> None:
@@ -144,23 +148,44 @@ def test_groups_round_trip_and_refuse_foreign_queries(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="outside its training split"):
         load_groups(path)
     path.write_text('{"kind": "something else"}\n')
-    with pytest.raises(BadInput, match="export-groups"):
+    with pytest.raises(BadInput, match="train-reranker mine"):
         load_groups(path)
 
 
 def test_export_groups_and_out_are_checked_before_work(tmp_path: Path) -> None:
     settings = Settings(cache_dir=tmp_path)
     with pytest.raises(BadInput, match="--dataset"):
-        train_reranker(settings, None, "x")
+        fit_reranker(settings, GroupSource(), "x")
     with pytest.raises(BadInput, match="--out"):
-        train_reranker(settings, tmp_path, None)
+        fit_reranker(settings, GroupSource(dataset=tmp_path), None)
 
 
 def test_epoch_sampling_picks_positive_first_from_the_pool() -> None:
-    steps = _sample_epoch([10, 2, 0 + 1], per_step=2, negatives=3, pool=5, rng=random.Random(1))
+    steps = sample_epoch([10, 2, 0 + 1], per_step=2, negatives=3, pool=5, rng=random.Random(1))
     picks = [p for s in steps for p in s]
     assert len(steps) == 2 and len(picks) == 3 * 4
     for i in range(0, len(picks), 4):
         g = picks[i][0]
         assert picks[i] == (g, 0) and all(x[0] == g and 1 <= x[1] <= min(5, [10, 2, 1][g])
                                           for x in picks[i + 1:i + 4])
+
+
+def test_options_round_trip_and_a_source_is_one_of_two(tmp_path: Path) -> None:
+    options = TrainOptions(epochs=10, loss="bce", train_layers=None)
+    assert TrainOptions(**options.hparams()) == options
+    assert list(TrainOptions().hparams())[:4] == ["epochs", "negatives", "pool", "max_length"]
+    with pytest.raises(BadInput, match="--max-length"):
+        TrainOptions(max_length=8)
+    with pytest.raises(BadInput, match="not both"):
+        GroupSource(dataset=tmp_path, file=tmp_path / "g.jsonl").check()
+
+
+def test_validation_holds_out_whole_queries() -> None:
+    from plugin.lab.reranker.groups import EncodedGroup
+    from plugin.lab.reranker.pack import hold_out
+
+    groups = [EncodedGroup(str(q), ((q, j),)) for q in range(100) for j in range(2)]
+    train, held = hold_out(groups, 0.15)
+    assert hold_out(groups, 0.0) == (groups, [])
+    assert len(train) + len(held) == len(groups) and 0 < len(held) < len(groups) // 2
+    assert not {g.query_id for g in train} & {g.query_id for g in held}

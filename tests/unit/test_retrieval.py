@@ -52,22 +52,51 @@ def test_record_scores_replaces_the_same_dataset_and_mode_only() -> None:
     from plugin.search.retrieval import RECORDED_METRICS, record_scores
 
     metrics = {m: 0.5 for m in RECORDED_METRICS}
+    old_clef = {"dataset": "clef", "split": "dev+test", "mode": "mono", "date": "2026-01-01",
+                "n_queries": 9, "metrics": {"S@10": 0.1}}
+    other = {"dataset": "other", "split": "dev+test", "mode": "mono", "date": "2026-01-01",
+             "n_queries": 3, "metrics": {"S@10": 0.2}}
     doc = {"default": "a", "configs": {
-        "a": {"retrievers": [], "last_scores": {
-            "clef (9 queries, mono, 2026-01-01)": {"S@10": 0.1},
-            "other (3 queries, mono, 2026-01-01)": {"S@10": 0.2}}},
+        "a": {"retrievers": [], "last_scores": [old_clef, other]},
         "b": {"retrievers": []}}}
     result = {"dataset": "/x/clef", "n_queries": 270, "excluded_training_queries": 546,
-              "modes": ["mono"],
-              "configs": {"a": {**metrics, "latency_ms": {"p50": 1}}, "b": {"skipped": "no model"},
-                          "gone": metrics}}
+              "split": "dev+test", "modes": ["mono"],
+              "configs": {"a": {"mono": {**metrics, "latency_ms": {"p50": 1}}}, "gone": {"mono": metrics}},
+              "skipped": {"b": "no model"}}
     out = record_scores(doc, result, on="2026-11-23")
-    assert out["configs"]["a"]["last_scores"] == {
-        "other (3 queries, mono, 2026-01-01)": {"S@10": 0.2},
-        "clef (270 queries not used to train a reranker, 546 excluded, mono, 2026-11-23)": metrics}
+    assert out["configs"]["a"]["last_scores"] == [
+        other,
+        {"dataset": "clef", "split": "dev+test", "mode": "mono", "date": "2026-11-23", "n_queries": 270,
+         "excluded_training_queries": 546, "metrics": metrics}]
     assert "last_scores" not in out["configs"]["b"] and "gone" not in out["configs"]
-    assert doc["configs"]["a"]["last_scores"]["clef (9 queries, mono, 2026-01-01)"] == {"S@10": 0.1}
-    both = {"dataset": "semeval", "n_queries": 4, "modes": ["mono", "cross"],
-            "configs": {"b": {"mono": metrics, "cross": metrics}}}
+    assert doc["configs"]["a"]["last_scores"][0] == old_clef
+    both = {"dataset": "semeval", "n_queries": 4, "split": "all", "modes": ["mono", "cross"],
+            "configs": {"b": {"mono": metrics, "cross": metrics}}, "skipped": {}}
     scores = record_scores(doc, both, on="d")["configs"]["b"]["last_scores"]
-    assert sorted(scores) == ["semeval (4 queries, cross, d)", "semeval (4 queries, mono, d)"]
+    assert sorted((s["dataset"], s["split"], s["mode"], s["date"], s["n_queries"]) for s in scores) == [
+        ("semeval", "all", "cross", "d", 4), ("semeval", "all", "mono", "d", 4)]
+
+
+def test_another_query_set_is_a_separate_record_and_records_load(tmp_path) -> None:
+    from plugin.search.retrieval import RECORDED_METRICS, record_scores, write_scores
+
+    metrics = {m: 0.5 for m in RECORDED_METRICS}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"default": "a", "configs": {"a": {"retrievers": [{"kind": "bm25"}]}}}))
+    for split, n in (("dev+test", 270), ("dev+test+train", 816), ("dev+test", 270)):
+        write_scores(path, {"dataset": "clef", "n_queries": n, "split": split, "modes": ["mono"],
+                            "configs": {"a": {"mono": metrics}}, "skipped": {}}, on=f"day-{n}")
+    records = load_configs(path)["a"].last_scores
+    assert [(r.key, r.n_queries) for r in records] == [(("clef", "dev+test+train", "mono"), 816),
+                                                        (("clef", "dev+test", "mono"), 270)]
+    assert records[0].metrics == metrics
+    assert record_scores(json.loads(path.read_text()), {"dataset": "clef", "n_queries": 1, "split": "x",
+                                                        "modes": [], "configs": {}}, on="d") \
+        == json.loads(path.read_text())
+
+
+def test_packaged_last_scores_are_structured_records() -> None:
+    clef = [r for r in get_config("factsieve").last_scores if r.dataset == "clef2020_task2"]
+    assert [(r.split, r.mode, r.n_queries, r.excluded_training_queries) for r in clef] == [
+        ("dev+test", "mono", 270, 546)]
+    assert clef[0].metrics["MAP@5"] == 0.896

@@ -69,3 +69,12 @@ def evaluate_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Set[str]]
         fn, k = METRICS[name]
         out[name] = sum(fn(run.get(q, []), qrels[q], k) for q in qids) / len(qids)
     return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0 ≤ q ≤ 1) as the nearest-rank value of the sorted sample, no
+    interpolation: p50/p95 of a latency run are latencies that were measured. 0.0 when empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))]

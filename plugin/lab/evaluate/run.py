@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from plugin.search.retrieval import RetrievalConfig
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.templates import IndexSpec, current_index, ensure_index, index_model
-from plugin.lab.evaluate.metrics import evaluate_run
+from plugin.lab.evaluate.metrics import evaluate_run, percentile
 
 
 @dataclass
@@ -106,14 +107,6 @@ def ensure_dataset_index(store: Store, embedder: Embedder, dataset: Dataset,
     return alias, stats
 
 
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    idx = min(len(ordered) - 1, max(0, int(round(q * (len(ordered) - 1)))))
-    return ordered[idx]
-
-
 def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict[str, Any]],
                qrels: dict[str, set[str]], *, mode: Mode, depth: int = 100,
                use_dates: bool = False) -> dict[str, Any]:
@@ -126,9 +119,7 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         qid = str(q["id"])
         if qid not in qrels:
             continue
-        from datetime import date as _date
-
-        when = _date.fromisoformat(q["date"]) if use_dates and q.get("date") else None
+        when = date.fromisoformat(q["date"]) if use_dates and q.get("date") else None
         req = MatchRequest(text=q["text"], lang=q.get("lang"), date=when, mode=mode, k=depth)
         t0 = time.perf_counter()
         result = matcher.match(req, config)
@@ -144,7 +135,8 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         per_lang[lang] = {"n": len(sub), **{k: round(v, 4) for k, v in
                                             evaluate_run(run, sub, ["S@10", "MAP@5", "MRR@10"]).items()}}
     return {**metrics, "n_queries": len(run),
-            "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2),
+            "latency_ms": {"p50": round(percentile(latencies, 0.5), 2),
+                           "p95": round(percentile(latencies, 0.95), 2),
                            "mean_parts": {k: round(statistics.fmean(v), 2) for k, v in parts.items()}},
             "per_lang": per_lang}
 
@@ -166,11 +158,25 @@ def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
     return seen
 
 
+def query_split(dataset: Dataset, scored: Iterable[str], excluded: set[str]) -> str:
+    """Which of the dataset's queries were scored, as a name a recorded score is keyed by: their
+    ``split`` values joined by ``+`` (CLEF-2020 without its training queries: ``dev+test``) when
+    every scored query has one; otherwise ``all``, or ``all-but-training`` when a reranker's
+    training queries were left out."""
+    by_id = {str(q["id"]): q for q in dataset.queries}
+    splits = {by_id.get(q, {}).get("split") for q in scored}
+    if splits and None not in splits:
+        return "+".join(sorted(splits))
+    return "all-but-training" if excluded else "all"
+
+
 def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
              rebuild: bool = False) -> dict[str, Any]:
-    """The JSON the ``evaluate`` command prints."""
+    """The JSON the ``evaluate`` command prints: ``configs`` is ``{name: {mode: metrics}}`` for
+    every configuration that ran, whatever the number of modes; ``skipped`` is ``{name: why}``
+    for those that could not (a reranker that is not there)."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
     excluded = training_queries({n: c for n, c in configs.items() if n in (rerankers or {})},
                                 settings, dataset)
@@ -185,23 +191,22 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
         # a dataset without crosslingual pairs is a monolingual benchmark (CLEF-2020 T2)
         m = Mode.parse(mode or "mono")
         modes = [(m.value, m, keep(dataset.qrels["all"]))]
-    out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(keep(dataset.qrels["all"])),
+    scored = keep(dataset.qrels["all"])
+    out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(scored),
                            "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
+                           "split": query_split(dataset, scored, excluded),
                            "n_factchecks": dataset.n_factchecks, "index": alias,
                            "embedding_model": embedder.name, "dates": use_dates,
-                           "modes": [name for name, _, _ in modes], "configs": {}}
+                           "modes": [name for name, _, _ in modes], "configs": {}, "skipped": {}}
     if ingest_stats:
         out["ingest"] = ingest_stats
     for name, cfg in configs.items():
         reranker = (rerankers or {}).get(name)
         matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker)
         if cfg.rerank is not None and reranker is None:
-            out["configs"][name] = {"skipped": f"reranker {cfg.rerank.model!r} unavailable"}
+            out["skipped"][name] = f"reranker {cfg.rerank.model!r} unavailable"
             continue
-        results = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m, use_dates=use_dates)
-                   for mname, m, qrels in modes}
-        if len(results) == 1:
-            out["configs"][name] = next(iter(results.values()))
-        else:
-            out["configs"][name] = results
+        out["configs"][name] = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m,
+                                                  use_dates=use_dates)
+                                for mname, m, qrels in modes}
     return out

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from plugin.embedding import OnnxEmbedder, load_embedder, rebuilt_model_dir
-from plugin.lab.build_e5 import build_test_model
-from plugin.lab import build_e5
-from plugin.lab.build_e5 import BUILDER_VERSION, INSTALL_HINT, MANIFEST
+from plugin.lab.build_e5 import BUILDER_VERSION, INSTALL_HINT, MANIFEST, build_test_model
+from plugin.lab.build_e5 import folder as build_e5
 from plugin.errors import ModelUnavailable
 from plugin.settings import TEST_MODEL, Settings
 
@@ -175,7 +174,7 @@ def test_current_manifest_short_circuits(tmp_path: Path, monkeypatch: pytest.Mon
     dest = tmp_path / "m"
     dest.mkdir()
     (dest / MANIFEST).write_text(json.dumps({"builder_version": BUILDER_VERSION}))
-    monkeypatch.setattr(build_e5, "_sources", lambda: pytest.fail("should not look for sources"))
+    monkeypatch.setattr(build_e5, "find_sources", lambda: pytest.fail("should not look for sources"))
     assert build_test_model(dest) == dest
 
 
@@ -183,13 +182,13 @@ def test_failed_build_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.
     dest = tmp_path / "m"
     dest.mkdir()
     (dest / MANIFEST).write_text(json.dumps({"builder_version": -1}))  # stale: rebuild
-    monkeypatch.setattr(build_e5, "_sources", lambda: (Path("w"), Path("t"), {}))
+    monkeypatch.setattr(build_e5, "find_sources", lambda: (Path("w"), Path("t"), {}))
 
     def half_build(out: Path, *args: object) -> None:
         (out / "model.safetensors").write_bytes(b"partial")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(build_e5, "_write_folder", half_build)
+    monkeypatch.setattr(build_e5, "write_folder", half_build)
     with pytest.raises(RuntimeError, match="disk full"):
         build_test_model(dest)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".m.lock", "m"]
@@ -200,12 +199,12 @@ def test_build_replaces_a_stale_folder(tmp_path: Path, monkeypatch: pytest.Monke
     dest = tmp_path / "m"
     dest.mkdir()
     (dest / "leftover").write_text("old")
-    monkeypatch.setattr(build_e5, "_sources", lambda: (Path("w"), Path("t"), {}))
+    monkeypatch.setattr(build_e5, "find_sources", lambda: (Path("w"), Path("t"), {}))
 
     def fake_build(out: Path, *args: object) -> None:
         (out / MANIFEST).write_text(json.dumps({"builder_version": BUILDER_VERSION}))
 
-    monkeypatch.setattr(build_e5, "_write_folder", fake_build)
+    monkeypatch.setattr(build_e5, "write_folder", fake_build)
     assert build_test_model(dest) == dest
     assert sorted(p.name for p in dest.iterdir()) == [MANIFEST]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".m.lock", "m"]

@@ -1,8 +1,8 @@
 """Metrics against hand-computed values."""
 import pytest
 
-from plugin.lab.evaluate.metrics import (average_precision_at_k, evaluate_run, recall_at_k,
-                                     reciprocal_rank_at_k, success_at_k)
+from plugin.lab.evaluate.metrics import (average_precision_at_k, evaluate_run, percentile,
+                                         recall_at_k, reciprocal_rank_at_k, success_at_k)
 
 RANKED = ["a", "b", "c", "d", "e"]
 
@@ -36,3 +36,16 @@ def test_evaluate_run_means_and_missing_queries_score_zero():
 
 def test_evaluate_run_without_qrels():
     assert evaluate_run({}, {}, ["S@10"]) == {"S@10": 0.0}
+
+
+@pytest.mark.parametrize("values, q, expected", [
+    ([], 0.5, 0.0),
+    ([7.0], 0.95, 7.0),
+    ([3.0, 1.0, 2.0], 0.5, 2.0),
+    ([1.0, 2.0, 3.0, 4.0], 0.5, 3.0),   # index round(1.5) = 2: a measured value, not 2.5
+    ([float(i) for i in range(1, 101)], 0.95, 95.0),
+    ([1.0, 2.0], 0.0, 1.0),
+    ([1.0, 2.0], 1.0, 2.0),
+])
+def test_percentile_is_a_measured_value(values, q, expected):
+    assert percentile(values, q) == expected

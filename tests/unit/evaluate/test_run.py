@@ -1,0 +1,21 @@
+"""Which queries an evaluation scored, named as its recorded scores are keyed."""
+from pathlib import Path
+
+import pytest
+
+from plugin.lab.evaluate.run import Dataset, query_split
+
+SPLIT = [{"id": "1", "split": "train"}, {"id": "2", "split": "dev"}, {"id": "3", "split": "test"}]
+PLAIN = [{"id": "1"}, {"id": "2"}, {"id": "3"}]
+
+
+@pytest.mark.parametrize("queries, scored, excluded, expected", [
+    (SPLIT, ["2", "3"], {"1"}, "dev+test"),           # CLEF-2020 without the reranker's queries
+    (SPLIT, ["3", "1", "2"], set(), "dev+test+train"),
+    (SPLIT, ["2"], set(), "dev"),
+    (PLAIN, ["1", "2", "3"], set(), "all"),
+    (PLAIN, ["2", "3"], {"1"}, "all-but-training"),   # sha1 rule: no split field to name
+    (SPLIT[:1] + PLAIN[1:], ["1", "2"], set(), "all"),
+])
+def test_query_split(queries, scored, excluded, expected):
+    assert query_split(Dataset("d", Path("d"), queries), scored, excluded) == expected
