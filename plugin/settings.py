@@ -32,6 +32,8 @@ class Settings(BaseSettings):
 
     #: Alias that names the live fact-check index; versioned indexes are ``<index>-v<N>``.
     index: str = "factchecks"
+    #: Alias of the evidence passages (``plugin.evidence``); versioned as ``<evidence_index>-v<N>``.
+    evidence_index: str = "evidence"
     #: Replicas for new indexes: 0 on a single local node, 1 or more on a real cluster.
     index_replicas: int = Field(default=0, ge=0)
 
@@ -110,6 +112,19 @@ class Settings(BaseSettings):
     #: Default completion budget of one call.
     llm_max_tokens: int = Field(default=512, ge=1)
     llm_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+
+    # -- verification (plugin.verify) ------------------------------------------------------------
+    #: The named verification configuration used when a request names none (the file's default
+    #: when unset): ``lookup``, ``qa-loop``, ``single-call`` or ``head``.
+    verify_config: str | None = None
+    #: A JSON Lines pool of solved claims for few-shot examples (the packaged AVeriTeC tuning
+    #: slice, CC BY-NC 4.0, when unset).
+    verify_fewshot: Path | None = None
+    #: nltk's data folder holding WordNet for the AVeriTeC scorer (``scripts/wordnet.sh`` fills
+    #: ``.cache/nltk_data`` of the working directory, the default).
+    nltk_data_dir: Path = Path(".cache/nltk_data")
+    #: The verdict head's weights (``factsieve train-verdict``; the packaged artifact when unset).
+    verdict_head_path: Path | None = None
 
     @field_validator("webhook_allowed_hosts", mode="before")
     @classmethod

