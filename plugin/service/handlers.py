@@ -16,7 +16,8 @@ from plugin.ingest import Format, ingest, parse_bytes
 from plugin.search.matcher import MatchRequest
 from plugin.models import Mode
 from plugin.service.services import Services
-from plugin.verify.lookup import previously_fact_checked
+from plugin.search.lang import detect_language
+from plugin.verify.verifier import VerifyRequest
 from plugin.service.webhooks import Event, wants
 
 RERANK_CONFIG = "hybrid-rerank"
@@ -30,10 +31,33 @@ def match_request(inp: dict[str, Any], text_field: str = "text") -> MatchRequest
                         mode=Mode.parse(inp.get("mode") or "auto"), k=int(inp.get("k") or 10))
 
 
-def run_verify(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+def verify_request(inp: dict[str, Any]) -> VerifyRequest:
+    """A ``VerifyRequest`` from a job's JSON input (dates as ISO strings)."""
+    day = inp.get("date")
+    return VerifyRequest(claim=inp["claim"], date=date.fromisoformat(day) if day else None,
+                         lang=inp.get("lang"), exclude_urls=tuple(inp.get("exclude_urls") or ()),
+                         exclude_domains=tuple(inp.get("exclude_domains") or ()),
+                         budget_s=inp.get("budget_s"))
+
+
+def run_verify(services: Services, job: dict[str, Any],
+               enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
+    """Verify a claim with its configuration (progress reported on the job as it goes), then
+    plan and enqueue a ``claim.verified`` delivery for every subscription that wants it."""
     inp = job["input"]
-    matcher = services.matcher(inp.get("config"), rerank=True)
-    return previously_fact_checked(matcher, match_request(inp, "claim"))
+    cfg = services.verification_config(inp.get("config"))
+    result = services.verifier(cfg).verify(
+        verify_request(inp), cfg, progress=lambda stage, turn: services.jobs.progress(job["id"], stage, turn))
+    lang = inp.get("lang") or detect_language(inp["claim"])
+    result["deliveries"] = []
+    for sub in services.webhooks.all():
+        if wants(sub, Event.CLAIM_VERIFIED, lang, None):
+            did = services.webhooks.plan(sub, Event.CLAIM_VERIFIED, {k: v for k, v in result.items()
+                                                                      if k != "deliveries"},
+                                         dedupe_key=job["id"])
+            enqueue_delivery(did)
+            result["deliveries"].append({"subscription_id": sub["id"], "delivery_id": did})
+    return result
 
 
 def rerank_config(services: Services, requested: str | None) -> str | None:

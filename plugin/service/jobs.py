@@ -165,6 +165,16 @@ class JobStore:
         self._write(job)
         return job
 
+    def progress(self, job_id: str, stage: str, turn: int | None = None) -> None:
+        """Say where a running job is (``progress: {stage, turn, at}``); best effort: a Redis
+        hiccup never fails the work it reports on."""
+        try:
+            job = self.get(job_id)
+            job["progress"] = {"stage": stage, "turn": turn, "at": now_iso()}
+            self._write(job)
+        except FactSieveError:
+            pass
+
     def finish(self, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
         return self._end(job_id, JobStatus.SUCCEEDED, result=result)
 

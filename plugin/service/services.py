@@ -91,6 +91,58 @@ class Services:
         return IndexSpec(alias=self.settings.index, model=self.embedder.name,
                          dimension=self.embedder.dim, replicas=self.settings.index_replicas)
 
+    # -- verification ----------------------------------------------------------------------------
+    @property
+    def llm(self) -> Any:
+        """The OpenAI-compatible LLM client (it raises ``LLMNotConfigured`` on use when no
+        ``FACTSIEVE_LLM_URL`` is set)."""
+        from plugin.llm import LLMClient
+
+        return self._get("llm", lambda: LLMClient(self.settings))
+
+    def ensure_evidence_index(self) -> str:
+        """Templates installed and the evidence alias present (once per process)."""
+        from plugin.evidence import ensure_evidence_index
+
+        return self._get("evidence_index", lambda: ensure_evidence_index(
+            self.store, self.settings, self.embedder))
+
+    def evidence_retriever(self, max_per_url: int | None = None) -> Any:
+        """Hybrid evidence search over the evidence alias, at most ``max_per_url`` passages of
+        one page (the retriever's default when ``None``)."""
+        from plugin.evidence.retrieve import MAX_PER_URL, EvidenceRetriever
+
+        n = max_per_url or MAX_PER_URL
+        return self._get(f"evidence:{n}", lambda: EvidenceRetriever(
+            self.store, self.embedder, self.settings, max_per_url=n))
+
+    def verdict_head(self) -> Any:
+        from plugin.verify.head import VerdictHead
+
+        return self._get("verdict_head", lambda: VerdictHead.load(self.settings.verdict_head_path,
+                                                                   self.embedder))
+
+    def verification_config(self, name: str | None = None) -> Any:
+        from plugin.verify.config import get_config as get_verification_config
+
+        return get_verification_config(name or self.settings.verify_config)
+
+    def verifier(self, cfg: Any) -> Any:
+        """A ``Verifier`` with the parts ``cfg`` needs: the matcher of its lookup, the evidence
+        retriever, the LLM, the few-shot pool and (for the head or a blend) the verdict head."""
+        from plugin.verify.config import Strategy
+        from plugin.verify.fewshot import load_pool
+        from plugin.verify.verifier import Verifier
+
+        uses_llm = cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL)
+        needs_head = cfg.strategy is Strategy.HEAD or cfg.head_weight > 0
+        return Verifier(
+            llm=self.llm if uses_llm else None,
+            evidence=self.evidence_retriever(cfg.per_url) if cfg.strategy is not Strategy.LOOKUP else None,
+            matcher=self.matcher(cfg.retrieval, rerank=True) if cfg.lookup_min_score is not None else None,
+            pool=load_pool(str(self.settings.verify_fewshot) if self.settings.verify_fewshot else None),
+            head=self.verdict_head() if needs_head else None)
+
     def ensure_factcheck_index(self) -> str:
         """Templates installed and the fact-check alias present (once per process)."""
         from plugin.index.templates import ensure_index

@@ -40,6 +40,8 @@ EVENT_HEADER = "X-FactSieve-Event"
 class Event(str, Enum):
     #: a post submitted to ``/v1/posts`` matched fact-checks above the subscription's threshold
     POST_MATCHED = "post.matched"
+    #: a verification job finished (every subscription to it whose languages include the claim's)
+    CLAIM_VERIFIED = "claim.verified"
 
 
 # -- pure functions ---------------------------------------------------------------------------
@@ -116,6 +118,8 @@ def wants(subscription: dict[str, Any], event: Event, lang: str | None,
     languages = subscription.get("languages")
     if languages and lang not in languages:
         return False
+    if event is Event.CLAIM_VERIFIED:
+        return True  # a verdict has no match score: min_score is for post.matched
     if best_score is None:
         return False
     min_score = subscription.get("min_score")

@@ -1,6 +1,8 @@
-"""Claim verification: the previously-fact-checked lookup (``lookup``), and the scorer that
-measures verification the way the AVeriTeC shared task does (``scoring``, ``wordnet``).
+"""Claim verification: named configurations (``config``), prompts as files (``prompts``), the
+LLM step schemas (``steps``), few-shot examples (``fewshot``), the ``Verifier`` (lookup, qa-loop,
+single-call, head), the verdict head (``head``), and the AVeriTeC scorer (``scoring``,
+``wordnet``, ``averitec``).
 
-Import the modules themselves: this package imports nothing, so the scorer does not pull in
-the matcher and the lookup does not pull in nltk.
+Import the modules themselves: this package imports nothing, so the scorer does not pull in the
+matcher and the verifier does not pull in nltk.
 """

@@ -59,7 +59,7 @@ def gold_answer_documents(claims: list[Mapping[str, Any]]) -> Iterator[dict[str,
     for claim in claims:
         day = date.fromisoformat(claim["date"]) - timedelta(days=1) if claim.get("date") else None
         for i, pair in enumerate(gold_qa_pairs(claim)):
-            if pair["answer"] == NO_ANSWER or not pair["source_url"]:
+            if pair["answer"] == NO_ANSWER or not str(pair["source_url"] or "").startswith(("http://", "https://")):
                 continue
             yield {"url": pair["source_url"], "title": pair["question"], "text": pair["answer"],
                    "published_at": day.isoformat() if day else None, "lang": "en",

@@ -37,8 +37,10 @@ def _unit(v: Any) -> Any:
     return v
 
 
-Short = Annotated[str, _clip(300)]
-Long = Annotated[str, _clip(1500)]
+#: Lengths are in the schema too (``maxLength``), so a grammar-constrained server cannot run a
+#: string on until ``max_tokens`` cuts the JSON short.
+Short = Annotated[str, _clip(240), Field(max_length=240)]
+Long = Annotated[str, _clip(800), Field(max_length=800)]
 Unit = Annotated[float, BeforeValidator(_unit)]
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
-from plugin.errors import BadInput
+from plugin.errors import BadInput, NotFound
+from plugin.evidence.retrieve import EvidenceQuery
 from plugin.models import MAX_TEXT_CHARS, Verdict, normalise_rating
 from plugin.verify import prompts, steps
 from plugin.verify.config import Strategy, VerificationConfig
@@ -29,11 +30,10 @@ Progress = Callable[[str, int | None], None]
 
 
 class EvidenceSearch(Protocol):
-    """Hybrid evidence retrieval with the task's constraints pushed into the query."""
+    """Hybrid evidence retrieval with the task's constraints pushed into the query
+    (``plugin.evidence.retrieve.EvidenceRetriever``): its result has ``passages``."""
 
-    def search(self, text: str, *, before: date | None, exclude_urls: tuple[str, ...],
-               exclude_domains: tuple[str, ...], k: int, per_url: int | None = None
-               ) -> list[dict[str, Any]]: ...
+    def search(self, q: EvidenceQuery) -> Any: ...
 
 
 class VerdictHead(Protocol):
@@ -66,6 +66,10 @@ class VerifyRequest:
         return self
 
 
+class _OutOfBudget(Exception):
+    """The evidence loop's time is up: raised between steps, never inside one."""
+
+
 @dataclass
 class _Run:
     """What one verification has spent and found so far."""
@@ -80,9 +84,14 @@ class _Run:
     lookup: dict[str, Any] | None = None
     #: the qa-loop's last evidence summary
     summary: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def out_of_time(self) -> bool:
         return self.clock() >= self.deadline
+
+    def checkpoint(self) -> None:
+        if self.out_of_time():
+            raise _OutOfBudget
 
     def timed(self, stage: str, fn: Callable[[], Any], turn: int | None = None) -> Any:
         self.progress(stage, turn)
@@ -130,6 +139,8 @@ class Verifier:
         out["tokens"] = dict(run.tokens, calls=run.calls)
         out["budget_s"] = budget
         out["prompt_versions"] = prompts.versions()
+        if run.notes:
+            out["notes"] = run.notes
         return out
 
     # -- lookup: previously fact-checked --------------------------------------------------------
@@ -138,8 +149,12 @@ class Verifier:
             return None
         from plugin.search.matcher import MatchRequest
 
-        result = run.timed("lookup", lambda: self.matcher.match(
-            MatchRequest(text=req.claim, lang=req.lang, date=req.date, k=5)))
+        try:
+            result = run.timed("lookup", lambda: self.matcher.match(
+                MatchRequest(text=req.claim, lang=req.lang, date=req.date, k=5)))
+        except NotFound as exc:  # no fact-check index in this deployment: verify from evidence
+            run.notes.append(f"lookup skipped: {exc.detail}")
+            return None
         best = next((m for m in result.matches if m.get("url") not in req.exclude_urls), None)
         run.lookup = best
         if best is None or best["score"] < cfg.lookup_min_score:
@@ -174,44 +189,52 @@ class Verifier:
         examples = self._examples(req, cfg)
         pairs: list[dict[str, Any]] = []
         asked: set[str] = set()
-        day = req.date.isoformat() if req.date else "unknown"
         stopped = "max-turns"
         for turn in range(1, cfg.max_turns + 1):
-            if run.out_of_time():
-                stopped = "budget"
-                break
-            q = run.spend(run.timed("question", lambda: self.llm.chat(
-                prompts.messages("question", examples=prompts.example_block(examples), claim=req.claim,
-                                 date=day, qa=prompts.qa_lines(pairs)),
-                schema=steps.NextQuestion, max_tokens=cfg.max_tokens), turn)).question
-            if not q or q.lower() in asked:
-                stopped = "no-new-question"
-                break
-            asked.add(q.lower())
-            query = q
-            if cfg.hyde:
-                hyde = run.spend(run.timed("hyde", lambda: self.llm.chat(
-                    prompts.messages("hyde", claim=req.claim, question=q),
-                    schema=steps.HydePassage, max_tokens=cfg.max_tokens), turn)).passage
-                query = f"{q}\n{hyde}"
-            passages = run.timed("retrieve", lambda: self.evidence.search(
-                query, before=req.date, exclude_urls=req.exclude_urls,
-                exclude_domains=req.exclude_domains, k=cfg.passages_per_question), turn)
-            pairs.append(self._answer(req, cfg, run, q, passages, turn))
-            summary = run.spend(run.timed("summary", lambda: self.llm.chat(
-                prompts.messages("summary", claim=req.claim, date=day, qa=prompts.qa_lines(pairs)),
-                schema=steps.EvidenceSummary, max_tokens=cfg.max_tokens), turn))
-            run.summary = summary.summary
-            if max(summary.label_scores.by_label().values()) >= cfg.decisive_at and any(
-                    p["passage_id"] for p in pairs):
-                stopped = "decisive"
+            try:
+                why = self._turn(req, cfg, run, turn, examples, pairs, asked)
+            except _OutOfBudget:
+                why = "budget"
+            if why:
+                stopped = why
                 break
         return self._conclude(req, cfg, pairs, run, stage="qa-loop", stopped=stopped, examples=examples)
+
+    def _turn(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run, turn: int,
+              examples: list[dict[str, Any]], pairs: list[dict[str, Any]], asked: set[str]) -> str | None:
+        """One question → HyDE → retrieve → answer → summary; the budget is checked before every
+        step. Appends the answered pair; returns why the loop stops, or ``None`` to go on."""
+        day = req.date.isoformat() if req.date else "unknown"
+        run.checkpoint()
+        q = run.spend(run.timed("question", lambda: self.llm.chat(
+            prompts.messages("question", examples=prompts.example_block(examples), claim=req.claim,
+                             date=day, qa=prompts.qa_lines(pairs)),
+            schema=steps.NextQuestion, max_tokens=cfg.max_tokens), turn)).question
+        if not q or q.lower() in asked:
+            return "no-new-question"
+        asked.add(q.lower())
+        query = q
+        if cfg.hyde:
+            run.checkpoint()
+            hyde = run.spend(run.timed("hyde", lambda: self.llm.chat(
+                prompts.messages("hyde", claim=req.claim, question=q),
+                schema=steps.HydePassage, max_tokens=cfg.max_tokens), turn)).passage
+            query = f"{q}\n{hyde}"
+        run.checkpoint()
+        passages = run.timed("retrieve", lambda: self._search(query, req, cfg.passages_per_question), turn)
+        pairs.append(self._answer(req, cfg, run, q, passages, turn))
+        run.checkpoint()
+        summary = run.spend(run.timed("summary", lambda: self.llm.chat(
+            prompts.messages("summary", claim=req.claim, date=day, qa=prompts.qa_lines(pairs)),
+            schema=steps.EvidenceSummary, max_tokens=cfg.max_tokens), turn))
+        run.summary = summary.summary
+        return "decisive" if decisive(summary.label_scores.by_label(), cfg.decisive_at) else None
 
     def _answer(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run, question: str,
                 passages: list[dict[str, Any]], turn: int) -> dict[str, Any]:
         if not passages:
             return {"question": question, "answer": NO_ANSWER, "source_url": None, "passage_id": None}
+        run.checkpoint()
         got = run.spend(run.timed("answer", lambda: self.llm.chat(
             prompts.messages("answer", claim=req.claim, question=question,
                              passages=prompts.numbered([_passage_line(p) for p in passages])),
@@ -226,14 +249,12 @@ class Verifier:
     def _single_call(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         self._need_llm_and_evidence()
         examples = self._examples(req, cfg)
-        passages = run.timed("retrieve", lambda: self.evidence.search(
-            req.claim, before=req.date, exclude_urls=req.exclude_urls,
-            exclude_domains=req.exclude_domains, k=cfg.passages, per_url=cfg.per_url))
+        passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
         out = run.spend(run.timed("single-call", lambda: self.llm.chat(
             prompts.messages("single_call", examples=prompts.example_block(examples), claim=req.claim,
                              date=req.date.isoformat() if req.date else "unknown",
                              passages=prompts.numbered([_passage_line(p) for p in passages])),
-            schema=steps.SingleCallOut, max_tokens=max(cfg.max_tokens, 1024))))
+            schema=steps.SingleCallOut, max_tokens=cfg.max_tokens)))
         pairs = []
         for item in out.qa_pairs:
             src = passages[item.source - 1] if 1 <= item.source <= len(passages) else None
@@ -283,9 +304,7 @@ class Verifier:
     def _head_only(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         if self.evidence is None:
             raise BadInput("the head configuration needs an evidence index to read passages from")
-        passages = run.timed("retrieve", lambda: self.evidence.search(
-            req.claim, before=req.date, exclude_urls=req.exclude_urls,
-            exclude_domains=req.exclude_domains, k=cfg.passages, per_url=cfg.per_url))
+        passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
         pairs = [{"question": p.get("title") or req.claim, "answer": p.get("text") or "",
                   "source_url": p.get("url"), "passage_id": p.get("id")} for p in passages]
         return self._head_verdict(req, pairs, run, stage="head", stopped="passages")
@@ -310,6 +329,13 @@ class Verifier:
         return self.pool.select(req.claim, cfg.fewshot,
                                 exclude=frozenset({req.claim_id}) if req.claim_id else frozenset())
 
+    def _search(self, text: str, req: VerifyRequest, k: int) -> list[dict[str, Any]]:
+        """Evidence for ``text``: published before the claim date, never an excluded page."""
+        assert self.evidence is not None
+        return self.evidence.search(EvidenceQuery(
+            text=text[:MAX_TEXT_CHARS], before=req.date, exclude_urls=req.exclude_urls,
+            exclude_domains=req.exclude_domains, k=k)).passages
+
     def _need_llm(self) -> None:
         if self.llm is None:
             from plugin.errors import LLMNotConfigured
@@ -322,6 +348,12 @@ class Verifier:
         if self.evidence is None:
             raise BadInput("this verification configuration needs the evidence index: "
                            "load documents with `factsieve ingest-evidence`")
+
+
+def decisive(scores: dict[str, float], at: float) -> bool:
+    """Whether the evidence so far decides the claim: its summary rates Supported, Refuted or
+    Conflicting at ``at`` or more. A lean towards Not Enough Evidence never stops the search."""
+    return max(v for k, v in scores.items() if k != Verdict.NOT_ENOUGH_EVIDENCE.value) >= at
 
 
 def _passage_line(p: dict[str, Any]) -> str:

@@ -27,6 +27,8 @@ from pydantic import SecretStr
 from tests.conftest import FIXTURES, ROOT
 
 API_FACTCHECKS = FIXTURES / "api" / "factchecks.jsonl"
+#: The local llama.cpp server `scripts/services.sh up` starts (SmolLM2-135M-Instruct).
+LOCAL_LLM = "http://127.0.0.1:8089/v1"
 
 
 def namespaced(settings, tag: str, **extra: Any):
@@ -36,7 +38,8 @@ def namespaced(settings, tag: str, **extra: Any):
         "jobs_index": f"fs-test-jobs-{tag}", "webhook_allowed_hosts": ("127.0.0.1",),
         "webhook_timeout_s": 2.0, "webhook_max_attempts": 3, "webhook_backoff_s": 0.2,
         "webhook_backoff_max_s": 1.0, "broker_visibility_timeout_s": 4, "task_max_retries": 2,
-        "task_time_limit_s": 120, **extra})
+        "task_time_limit_s": 120, "evidence_index": f"fs-test-ev-{tag}",
+        "llm_url": settings.llm_url or LOCAL_LLM, **extra})
 
 
 def settings_env(settings) -> dict[str, str]:
@@ -60,7 +63,7 @@ def cleanup_deployment(settings, store) -> None:
     from plugin.service.kv import KV
 
     KV(settings).delete_namespace()
-    for alias in (settings.index, settings.jobs_index):
+    for alias in (settings.index, settings.jobs_index, settings.evidence_index):
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
 

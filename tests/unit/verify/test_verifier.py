@@ -36,9 +36,9 @@ class Evidence:
     def __init__(self, passages):
         self.passages, self.queries = passages, []
 
-    def search(self, text, *, before, exclude_urls, exclude_domains, k, per_url=None):
-        self.queries.append({"text": text, "before": before, "exclude_urls": exclude_urls})
-        return [p for p in self.passages if p["url"] not in exclude_urls][:k]
+    def search(self, q):
+        self.queries.append({"text": q.text, "before": q.before, "exclude_urls": q.exclude_urls})
+        return SimpleNamespace(passages=[p for p in self.passages if p["url"] not in q.exclude_urls][:q.k])
 
 
 PASSAGES = [{"id": "p1", "url": "https://a.example/1", "title": "A", "text": "The mayor denied it.",

@@ -1,0 +1,106 @@
+"""Verification commands: ``verify`` (one claim, the same result a job and the ``claim.verified``
+webhook carry) and ``evaluate-verification`` (the AVeriTeC scorer over a dataset)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from plugin.errors import BadInput
+from plugin.service.services import Services
+
+from cli.common import dump, parse_date
+
+DEFAULT_AVERITEC = Path("../shared/data/averitec_dev")
+
+
+def cmd_verify(args: argparse.Namespace, services: Services) -> int:
+    from plugin.verify.verifier import VerifyRequest
+
+    cfg = services.verification_config(args.config)
+    req = VerifyRequest(claim=args.claim, date=parse_date(args.date), lang=args.lang,
+                        exclude_urls=tuple(args.exclude_url or ()),
+                        exclude_domains=tuple(args.exclude_domain or ()), budget_s=args.budget)
+
+    def progress(stage: str, turn: int | None) -> None:
+        if args.verbose_progress:
+            print(f"  … {stage}" + (f" (turn {turn})" if turn else ""), file=sys.stderr)
+
+    out = services.verifier(cfg).verify(req, cfg, progress=progress)
+    if args.json:
+        dump(out)
+    else:
+        print_verification(out)
+    return 0
+
+
+def print_verification(out: dict[str, Any]) -> None:
+    print(f"  claim: {out['claim']}" + (f"  ({out['date']})" if out.get("date") else ""))
+    print(f"  configuration: {out['config']}   stage: {out['stage']}   stopped: {out['stopped_because']}")
+    for i, p in enumerate(out["qa_pairs"], start=1):
+        print(f"  [{i}] Q: {p['question']}\n      A: {p['answer']}" + (f"\n      source: {p['source_url']}"
+                                                                      if p.get("source_url") else ""))
+    print(f"  verdict: {out['verdict']}")
+    if out.get("label_scores"):
+        print("  ratings: " + ", ".join(f"{k} {v:.2f}" for k, v in out["label_scores"].items()))
+    if out.get("justification"):
+        print(f"  justification: {out['justification']}")
+    for c in out.get("citations", []):
+        print(f"  cites [{c['n']}] {c.get('url') or '(no url)'}")
+    print(f"  {out['timings_ms']['total'] / 1000:.1f} s, {out['tokens']['prompt']} prompt + "
+          f"{out['tokens']['completion']} completion tokens")
+
+
+def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.verification import evaluate_verification, table
+    from plugin.verify.averitec import read_claims
+    from plugin.verify.config import get_config, load_configs
+    from plugin.verify.wordnet import ensure_wordnet
+
+    dataset = args.dataset or DEFAULT_AVERITEC
+    if not dataset.exists():
+        raise BadInput(f"dataset folder {str(dataset)!r} not found: pass --dataset DIR (claims.jsonl)")
+    if args.limit is not None and args.limit < 1:
+        raise BadInput("--limit must be at least 1")
+    ensure_wordnet(services.settings.nltk_data_dir)
+    names = args.config or list(load_configs())
+    configs = {n: get_config(n) for n in names}
+    if args.budget:
+        configs = {n: c.model_copy(update={"budget_s": args.budget}) for n, c in configs.items()}
+
+    def on_claim(config: str, i: int) -> None:
+        if args.verbose_progress:
+            print(f"  {config}: claim {i + 1}", file=sys.stderr)
+
+    result = evaluate_verification(services, str(dataset), read_claims(dataset), configs,
+                                   evidence=args.evidence, limit=args.limit, on_claim=on_claim)
+    if args.table:
+        print(table(result))
+    else:
+        dump(result)
+    return 0
+
+
+def register(sub: Any, add: Any) -> None:
+    sp = add("verify", cmd_verify, "verify a claim: evidence, question-answer pairs, verdict, cited justification")
+    sp.add_argument("claim")
+    sp.add_argument("--date", help="claim date YYYY-MM-DD: only evidence published before it")
+    sp.add_argument("--lang", help="language of the claim (ISO 639-1); detected when omitted")
+    sp.add_argument("--config", help="verification configuration: lookup, qa-loop, single-call or head")
+    sp.add_argument("--exclude-url", action="append", help="never use this page as evidence (repeatable)")
+    sp.add_argument("--exclude-domain", action="append", help="never use this site as evidence (repeatable)")
+    sp.add_argument("--budget", type=float, help="seconds for the evidence loop (the configuration's by default)")
+    sp.add_argument("--json", action="store_true", help="print the result as JSON")
+    sp.add_argument("--progress", dest="verbose_progress", action="store_true", help="print each step to stderr")
+
+    sp = add("evaluate-verification", cmd_evaluate_verification,
+             "score verification configurations on an AVeriTeC-shaped dataset (label metrics, Q-only, Q+A, AVeriTeC score)")
+    sp.add_argument("--dataset", type=Path, help=f"folder with claims.jsonl (default {DEFAULT_AVERITEC} when present)")
+    sp.add_argument("--config", action="append", help="configuration name (repeatable; default: all)")
+    sp.add_argument("--limit", type=int, help="only the first N claims")
+    sp.add_argument("--evidence", default="retrieved", choices=["retrieved", "gold"],
+                    help="retrieved: search the gold-answers pool; gold: the gold QA pairs go to the verdict step")
+    sp.add_argument("--budget", type=float, help="override every configuration's time budget (s)")
+    sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
+    sp.add_argument("--progress", dest="verbose_progress", action="store_true", help="print each claim to stderr")
