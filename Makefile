@@ -46,7 +46,7 @@ install-torch: $(TORCH_STAMP)
 test-torch: install-torch model
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_torch_backends.py
 
-up:
+up: install
 	scripts/services.sh up
 
 down:

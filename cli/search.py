@@ -48,6 +48,10 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
         print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
         found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
         print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
+    if not args.no_verify:
+        from cli.verify import demo_verification
+
+        demo_verification(services, args.samples, args.verify_config)
     return 0
 
 
@@ -79,6 +83,8 @@ def register(sub: Any, add: Any) -> None:
     sp = add("demo", cmd_demo, "load the bundled sample corpus and print matches for sample posts")
     sp.add_argument("--samples", type=Path, default=Path("samples"))
     sp.add_argument("-k", type=int, default=5)
+    sp.add_argument("--verify-config", default="qa-loop", help="verification configuration for the sample claim")
+    sp.add_argument("--no-verify", action="store_true", help="matching only (no LLM needed)")
 
     sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
     sp.add_argument("--configs-file", type=Path)

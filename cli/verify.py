@@ -35,6 +35,33 @@ def cmd_verify(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def demo_verification(services: Services, samples: Path, config: str) -> None:
+    """The demo's second half: load the sample evidence and verify the sample claim with the
+    configured LLM (the local SmolLM2-135M under `make demo`: a floor for structure, not for
+    verdict quality)."""
+    import json
+
+    from plugin.evidence import ingest_evidence, read_evidence
+    from plugin.verify.verifier import VerifyRequest
+
+    services.ensure_evidence_index()
+    report = ingest_evidence(read_evidence([samples / "evidence" / "averitec_gold_answers.jsonl"]),
+                             store=services.store, embedder=services.embedder,
+                             index=services.settings.evidence_index)
+    print(f"\nsample evidence: {report.documents} documents, {report.indexed} passages new, "
+          f"{report.updated} updated, {report.rejected} rejected (alias {services.settings.evidence_index!r})")
+    cfg = services.verification_config(config)
+    for line in (samples / "demo_claims.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        claim = json.loads(line)
+        print(f"\nverifying a sample claim with {cfg.name!r} (its published label: {claim['label']}):")
+        out = services.verifier(cfg).verify(VerifyRequest(
+            claim=claim["claim"], date=parse_date(claim.get("date")), claim_id=claim.get("id"),
+            exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg)
+        print_verification(out)
+
+
 def print_verification(out: dict[str, Any]) -> None:
     print(f"  claim: {out['claim']}" + (f"  ({out['date']})" if out.get("date") else ""))
     print(f"  configuration: {out['config']}   stage: {out['stage']}   stopped: {out['stopped_because']}")

@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
 
 from plugin.service import handlers
-from plugin.errors import BackendUnavailable, FactSieveError, NotFound, problem
+from plugin.errors import BackendUnavailable, FactSieveError, LLMNotConfigured, NotFound, problem
 from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
@@ -38,6 +38,8 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
     try:
         result = runner(services, job, *extra)
         jobs.finish(job_id, result)
+    except LLMNotConfigured as exc:  # no retry can configure it
+        jobs.fail(job_id, exc.to_problem())
     except BackendUnavailable as exc:
         retries = task.request.retries
         if retries < services.settings.task_max_retries:

@@ -38,9 +38,10 @@ def _unit(v: Any) -> Any:
 
 
 #: Lengths are in the schema too (``maxLength``), so a grammar-constrained server cannot run a
-#: string on until ``max_tokens`` cuts the JSON short.
-Short = Annotated[str, _clip(240), Field(max_length=240)]
-Long = Annotated[str, _clip(800), Field(max_length=800)]
+#: string on until ``max_tokens`` cuts the JSON short. In characters, and a small model's
+#: tokenizer may spend a token per character (digits): keep them under the steps' ``max_tokens``.
+Short = Annotated[str, _clip(200), Field(max_length=200)]
+Long = Annotated[str, _clip(300), Field(max_length=300)]
 Unit = Annotated[float, BeforeValidator(_unit)]
 
 

@@ -208,7 +208,7 @@ class Verifier:
         run.checkpoint()
         q = run.spend(run.timed("question", lambda: self.llm.chat(
             prompts.messages("question", examples=prompts.example_block(examples), claim=req.claim,
-                             date=day, qa=prompts.qa_lines(pairs)),
+                             qa=prompts.qa_lines(pairs)),
             schema=steps.NextQuestion, max_tokens=cfg.max_tokens), turn)).question
         if not q or q.lower() in asked:
             return "no-new-question"

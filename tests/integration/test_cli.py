@@ -1,9 +1,11 @@
 """The factsieve CLI end to end: JSON outputs, error messages and exit codes."""
 import json
+import os
 
 import pytest
 
 from cli.main import main
+from tests.integration.conftest import LOCAL_LLM
 from tests.conftest import FIXTURES, SAMPLES
 
 pytestmark = pytest.mark.integration
@@ -140,9 +142,18 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
 
 
 def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
-    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10")
+    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10", "--no-verify")
     assert code == 0
     assert out.count("known fact-check: found at rank") == 3, out
+
+
+def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, make_alias, monkeypatch, embedder):
+    monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
+    monkeypatch.setenv("FACTSIEVE_LLM_URL", os.environ.get("FACTSIEVE_LLM_URL") or LOCAL_LLM)
+    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "single-call")
+    assert code == 0, out
+    assert "sample evidence: 89 documents" in out and "verifying a sample claim" in out
+    assert "[1] Q:" in out and "verdict:" in out and "cites [" in out
 
 
 def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):
