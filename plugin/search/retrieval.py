@@ -1,6 +1,6 @@
 """Named retrieval configurations: data, not code paths.
 
-Every configuration in ``plugin/configs/retrieval.json`` (bm25, dense, sieve, hybrid-rrf,
+Every configuration in ``plugin/search/configs/retrieval.json`` (bm25, dense, sieve, hybrid-rrf,
 multiquery, hybrid-rerank, …) is run by the same ``Matcher``; a configuration only says which
 retrievers run over which query variants, with what weights, how they are fused, and what is
 done after fusion. Each carries its last measured scores, so a change that makes one worse shows.
