@@ -54,8 +54,14 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
     dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
     configs = select_configs(args.configs_file, args.config)
     rerankers = load_rerankers(configs, settings)
+    generate = None
+    if settings.llm_url:
+        from plugin.search.generated import LLMVariants
+
+        generate = LLMVariants(services.llm)
     result = evaluate(services.store, services.embedder, settings, dataset, configs,
-                      mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild)
+                      mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild,
+                      generate=generate)
     if args.record:
         from datetime import date
 

@@ -21,6 +21,7 @@ import numpy as np
 from plugin.embedding import Embedder
 from plugin.lab.evaluate.metrics import percentile
 from plugin.lab.evaluate.run import Dataset, ensure_dataset_index
+from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
@@ -178,8 +179,8 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
         if stats:
             entry["build"] = stats
         for name, cfg in configs.items():
-            if cfg.rerank is not None:
-                continue
+            if cfg.rerank is not None or {r.query for r in cfg.retrievers} & set(GENERATED):
+                continue  # the live path's cost: rerankers and LLM variants belong to jobs
             matcher = Matcher(store, embedder, settings, alias=idx, config=cfg)
             entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode),
                                       "throughput": throughput(matcher, texts, mode, concurrency, seconds)}

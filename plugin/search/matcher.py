@@ -15,6 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import date
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from plugin.embedding import Embedder
@@ -31,6 +32,7 @@ from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.templates import check_model
+from plugin.search.generated import GENERATED
 from plugin.search.variants import VARIANTS
 
 _LANG = re.compile(LANG_CODE)
@@ -140,7 +142,8 @@ class Matcher:
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  alias: str | None = None, config: RetrievalConfig | str | None = None,
-                 reranker: Reranker | None = None) -> None:
+                 reranker: Reranker | None = None,
+                 generate: Callable[[str, str, str | None], str] | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -148,6 +151,8 @@ class Matcher:
         self.config = config if isinstance(config, RetrievalConfig) else get_config(
             config or settings.retrieval_config)
         self.reranker = reranker
+        #: writes the LLM query variants (``plugin.search.generated``), when a configuration has them
+        self.generate = generate
         self._model_checked = False
         self._plugins: set[str] | None = None
         self._pipelines: set[str] = set()
@@ -168,11 +173,14 @@ class Matcher:
                                    deny=tuple(req.deny)))
         size = max(config.candidates, req.k)
         variants = {r.query for r in config.retrievers}
-        unknown = variants - set(VARIANTS)
+        known = set(VARIANTS) | (set(GENERATED) if self.generate else set())
+        unknown = variants - known
         if unknown:
             raise BadInput(f"configuration {config.name!r} uses query variants {sorted(unknown)} "
-                           f"that need a generator this deployment lacks; known: {sorted(VARIANTS)}")
-        texts = {v: VARIANTS[v](text, lang) for v in variants}
+                           f"that need an LLM this deployment lacks (set FACTSIEVE_LLM_URL); "
+                           f"known: {sorted(known)}")
+        texts = {v: VARIANTS[v](text, lang) if v in VARIANTS else self.generate(v, text, lang)
+                 for v in sorted(variants)}
         dense_variants = sorted({r.query for r in config.retrievers if r.kind is RetrieverKind.DENSE})
         vectors = {}
         if dense_variants:

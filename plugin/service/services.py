@@ -79,7 +79,16 @@ class Services:
         if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
         return self._get(f"matcher:{cfg.name}:{bool(reranker)}", lambda: Matcher(
-            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None))
+            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None,
+            generate=self.query_generator(cfg)))
+
+    def query_generator(self, cfg: RetrievalConfig) -> Any:
+        """The LLM variant writer when ``cfg`` has LLM query variants and an LLM is configured."""
+        from plugin.search.generated import GENERATED, LLMVariants
+
+        if self.settings.llm_url and any(r.query in GENERATED for r in cfg.retrievers):
+            return LLMVariants(self.llm)
+        return None
 
     def _load_reranker(self, cfg: RetrievalConfig) -> Any:
         from plugin.search.rerank import load_rerankers

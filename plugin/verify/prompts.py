@@ -1,44 +1,27 @@
-"""Prompts as files (``prompts/*.md``: versioned, reviewed like code) and the few-shot examples
-they carry.
-
-A prompt file has a first-line comment naming it and its version, then ``## system`` and
-``## user`` sections; ``$name`` placeholders are filled with ``string.Template`` (so JSON braces
-in the text need no escaping). A missing value is an error, never an empty hole in a prompt.
-"""
+"""Verification's prompts (``prompts/*.md``: versioned, reviewed like code, read through
+``plugin.llm.prompts``) and the few-shot examples and numbered evidence they carry."""
 from __future__ import annotations
 
-import re
-from functools import cache
-from importlib import resources
-from string import Template
 from typing import Any
 
-_SECTION = re.compile(r"^## (system|user)\s*$", re.MULTILINE)
-_VERSION = re.compile(r"version (\d+)")
+from plugin.llm import prompts as _files
+
+PACKAGE = "plugin.verify"
 
 
-@cache
 def load(name: str) -> tuple[str, str, int]:
     """``(system, user, version)`` of ``prompts/<name>.md``."""
-    text = resources.files("plugin.verify").joinpath(f"prompts/{name}.md").read_text(encoding="utf-8")
-    parts = _SECTION.split(text)
-    sections = dict(zip(parts[1::2], (p.strip() for p in parts[2::2])))
-    version = _VERSION.search(parts[0])
-    return sections["system"], sections["user"], int(version.group(1)) if version else 0
+    return _files.load(PACKAGE, name)
 
 
 def messages(name: str, **values: Any) -> list[dict[str, str]]:
     """The chat messages of prompt ``name`` with its placeholders filled."""
-    system, user, _ = load(name)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": Template(user).substitute(values).strip()}]
+    return _files.messages(PACKAGE, name, **values)
 
 
 def versions() -> dict[str, int]:
     """Every prompt's version, recorded with results so a score names the prompts behind it."""
-    folder = resources.files("plugin.verify").joinpath("prompts")
-    names = sorted(p.name[:-3] for p in folder.iterdir() if p.name.endswith(".md"))
-    return {n: load(n)[2] for n in names}
+    return _files.versions(PACKAGE)
 
 
 def numbered(items: list[str], empty: str = "(none yet)") -> str:

@@ -184,3 +184,21 @@ def test_reranked_head_has_sources():
     result = m.match(MatchRequest(text="claim", lang="en", k=3))
     assert store.fetches == [ids[:8]]
     assert [x["id"] for x in result.matches] == ["7", "6", "5"]
+
+
+def test_llm_variants_are_written_by_the_generator_and_refused_without_one():
+    emb = StubEmbedder()
+    asked = []
+
+    def generate(variant, text, lang):
+        asked.append((variant, text, lang))
+        return f"{variant} of {text}"
+
+    matcher = Matcher(store=None, embedder=emb, settings=Settings(), config="reveal", generate=generate)
+    bodies, weights = matcher.plan(MatchRequest(text="x"), "5G spreads covid", "en", matcher.config)
+    assert sorted(asked) == [("hyde", "5G spreads covid", "en"), ("question", "5G spreads covid", "en")]
+    assert {"dense:hyde", "bm25:question", "dense:question"} <= set(bodies)
+    assert "hyde of 5G spreads covid" in emb.calls[0] and weights["dense:hyde"] == 2.0
+    bare = Matcher(store=None, embedder=StubEmbedder(), settings=Settings(), config="reveal")
+    with pytest.raises(BadInput, match="FACTSIEVE_LLM_URL"):
+        bare.plan(MatchRequest(text="x"), "x", "en", bare.config)

@@ -22,6 +22,7 @@ from typing import Any
 from plugin.embedding import Embedder
 from plugin.errors import BadInput, FactSieveError
 from plugin.ingest import Format, ingest, read_records
+from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
@@ -173,7 +174,7 @@ def query_split(dataset: Dataset, scored: Iterable[str], excluded: set[str]) -> 
 def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
-             rebuild: bool = False) -> dict[str, Any]:
+             rebuild: bool = False, generate: Any = None) -> dict[str, Any]:
     """The JSON the ``evaluate`` command prints: ``configs`` is ``{name: {mode: metrics}}`` for
     every configuration that ran, whatever the number of modes; ``skipped`` is ``{name: why}``
     for those that could not (a reranker that is not there)."""
@@ -202,9 +203,14 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
         out["ingest"] = ingest_stats
     for name, cfg in configs.items():
         reranker = (rerankers or {}).get(name)
-        matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker)
+        matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker,
+                          generate=generate)
         if cfg.rerank is not None and reranker is None:
             out["skipped"][name] = f"reranker {cfg.rerank.model!r} unavailable"
+            continue
+        llm_variants = sorted({r.query for r in cfg.retrievers} & set(GENERATED))
+        if llm_variants and generate is None:
+            out["skipped"][name] = f"query variants {llm_variants} need an LLM (FACTSIEVE_LLM_URL)"
             continue
         out["configs"][name] = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m,
                                                   use_dates=use_dates)
