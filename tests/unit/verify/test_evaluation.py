@@ -1,0 +1,40 @@
+"""evaluate-verification's pure parts: requests from dataset claims, predictions, the gold pool."""
+from datetime import date
+
+from plugin.lab.verification import ABSTAIN, prediction, request_for, table
+from plugin.verify.averitec import gold_answer_documents, gold_qa_pairs
+
+CLAIM = {"id": "dev-1", "claim": "C", "date": "2020-10-02", "lang": "en", "label": "Refuted",
+         "fact_checking_article": "https://fc.example/1",
+         "questions": [{"question": "Q1", "answers": [
+             {"answer": "Yes", "answer_type": "Boolean", "boolean_explanation": "It did.",
+              "source_url": "https://a.example/1"},
+             {"answer": "Two", "answer_type": "Extractive", "source_url": "Metadata"}]},
+             {"question": "Q2", "answers": []}]}
+
+
+def test_requests_exclude_the_fact_check_and_carry_gold_only_when_asked():
+    req = request_for(CLAIM, "retrieved")
+    assert req.exclude_urls == ("https://fc.example/1",) and req.date == date(2020, 10, 2)
+    assert req.gold_qa is None and req.claim_id == "dev-1"
+    assert [p["answer"] for p in request_for(CLAIM, "gold").gold_qa] == [
+        "Yes. It did.", "Two", "No answer could be found."]
+
+
+def test_a_failed_claim_is_an_abstention_with_no_evidence():
+    assert prediction("dev-1", None) == {"id": "dev-1", "pred_label": ABSTAIN, "evidence": []}
+    out = {"verdict": "Supported", "qa_pairs": [{"question": "q", "answer": "a", "source_url": "u"}]}
+    assert prediction("dev-1", out)["evidence"] == [{"question": "q", "answer": "a", "url": "u"}]
+
+
+def test_gold_pool_keeps_real_urls_dated_the_day_before():
+    docs = list(gold_answer_documents([CLAIM]))
+    assert [d["url"] for d in docs] == ["https://a.example/1"]  # "Metadata" and unanswered go
+    assert docs[0]["published_at"] == "2020-10-01" and docs[0]["source"] == "gold-answers"
+    assert len(gold_qa_pairs(CLAIM)) == 3
+
+
+def test_table_names_skipped_configurations():
+    text = table({"dataset": "d", "n_claims": 1, "evidence": "gold", "pool": None,
+                  "configs": {"lookup": {"skipped": "the lookup reads published fact-checks"}}})
+    assert "lookup        skipped" in text
