@@ -191,7 +191,7 @@ class JobStore:
 
     def _end(self, job_id: str, status: JobStatus, **outcome: Any) -> dict[str, Any]:
         job = self.get(job_id)
-        for transient in ("last_error", "retry_in_s"):
+        for transient in ("last_error", "retry_in_s", "progress"):
             job.pop(transient, None)
         job.update(status=status.value, finished_at=now_iso(), **outcome)
         try:

@@ -40,8 +40,8 @@ class VerificationConfig(BaseModel):
     strategy: Strategy
     #: the retrieval configuration the lookup matches fact-checks with
     retrieval: str | None = None
-    #: a published rating answers the claim when the best match's score reaches this; ``None``
-    #: skips the lookup. Measured on data: see ``lookup_threshold`` in the file's notes.
+    #: a published rating answers the claim when the best match's similarity (its kNN score,
+    #: (1 + cos) / 2) reaches this; ``None`` skips the lookup. Measured on data: see the README.
     lookup_min_score: float | None = None
     max_turns: int = Field(default=5, ge=1, le=20)
     passages_per_question: int = Field(default=3, ge=1, le=20)

@@ -157,7 +157,7 @@ class Verifier:
             return None
         best = next((m for m in result.matches if m.get("url") not in req.exclude_urls), None)
         run.lookup = best
-        if best is None or best["score"] < cfg.lookup_min_score:
+        if best is None or (similarity(best) or 0.0) < cfg.lookup_min_score:
             return None
         rating = best.get("verdict") or normalise_rating(best.get("rating"))
         verdict = rating.value if isinstance(rating, Verdict) else rating
@@ -176,12 +176,13 @@ class Verifier:
     def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         best = run.lookup
         why = ("no published fact-check matches the claim" if best is None else
-               f"the best-matching fact-check scores {best['score']:.4f}, under the threshold "
-               f"{cfg.lookup_min_score}")
+               f"the best-matching fact-check's similarity is {similarity(best) or 0.0:.4f}, under "
+               f"the threshold {cfg.lookup_min_score}")
         return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
                 "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
                 "stopped_because": "no-fact-check", "note": why,
-                "match": {k: best.get(k) for k in ("id", "url", "claim", "score")} if best else None}
+                "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score")},
+                          "similarity": similarity(best)} if best else None}
 
     # -- qa-loop ----------------------------------------------------------------------------------
     def _qa_loop(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
@@ -348,6 +349,14 @@ class Verifier:
         if self.evidence is None:
             raise BadInput("this verification configuration needs the evidence index: "
                            "load documents with `factsieve ingest-evidence`")
+
+
+def similarity(match: dict[str, Any]) -> float | None:
+    """How close a match is to the claim, on an absolute scale: its best kNN score (Lucene's
+    cosine score, (1 + cos) / 2). The fused score cannot serve: RRF scores ranks, so every top
+    match of every claim scores about the same, related or not."""
+    dense = [e["score"] for name, e in (match.get("explain") or {}).items() if name.startswith("dense:")]
+    return max(dense) if dense else None
 
 
 def decisive(scores: dict[str, float], at: float) -> bool:

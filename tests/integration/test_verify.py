@@ -156,7 +156,7 @@ def test_verify_job_reports_progress_and_delivers_claim_verified_signed(
         assert job["status"] == "succeeded", job
         result = job["result"]
         assert result["config"] == "single-call" and result["verdict"] in LABELS
-        assert job["progress"]["stage"] in ("retrieve", "single-call", "lookup")
+        assert "progress" not in job  # transient: a finished job has its result instead
         got = wait_for(lambda: receiver.received(path), what="the claim.verified webhook")
         headers, body = got[0]["headers"], got[0]["body"]
         assert headers["X-FactSieve-Event"] == "claim.verified"
@@ -167,6 +167,19 @@ def test_verify_job_reports_progress_and_delivers_claim_verified_signed(
         assert data["qa_pairs"] == result["qa_pairs"]
     finally:
         client.delete(f"/v1/webhooks/{sub['id']}", headers=auth)
+
+
+def test_a_running_verification_reports_its_stage_and_turn(api_services, evidence_alias):
+    from plugin.service.handlers import run_verify
+    from plugin.service.jobs import JobKind
+
+    jobs = api_services.jobs
+    claim = "Zimbabwe gets more than half of the African Export Import Bank loans."  # no fact-check
+    job, _ = jobs.create(JobKind.VERIFY, {"claim": claim, "date": CLAIM_DAY.isoformat(), "config": "qa-loop",
+                                          "budget_s": 0.001})
+    run_verify(api_services, job, lambda delivery_id: None)  # the handler alone: the job stays running
+    progress = jobs.get(job["id"])["progress"]
+    assert progress["stage"] == "verdict" and progress["turn"] is None and progress["at"]
 
 
 def test_verify_job_fails_with_the_reason_when_the_llm_is_down(

@@ -87,16 +87,16 @@ def test_post_is_matched_and_delivered_signed(client, auth, worker, receiver, ho
 
 
 def test_verify_job(client, auth, worker):
-    resp = client.post("/v1/verify", json={"claim": "The Great Wall of China can be seen from the moon", "k": 3},
-                       headers=auth)
+    resp = client.post("/v1/verify", json={"claim": "The Great Wall of China can be seen from the moon",
+                                           "config": "lookup"}, headers=auth)
     assert resp.status_code == 202 and resp.headers["Location"] == resp.get_json()["status_url"]
     job = poll_job(client, auth, resp.get_json()["job_id"])
     assert job["status"] == "succeeded" and job["kind"] == "verify" and job["attempts"] == 1
     result = job["result"]
-    assert result["stage"] == "previously-fact-checked" and "Only the previously-fact-checked" in result["note"]
-    assert result["verdict"] == "Refuted" and result["rating"] == "False"
-    assert result["citation"]["url"] == "https://checks.example.org/great-wall-moon"
-    assert len(result["matches"]) == 3
+    assert result["stage"] == "previously-fact-checked" and result["stopped_because"] == "fact-check-found"
+    assert result["verdict"] == "Refuted" and result["match"]["rating"] == "False"
+    assert result["citations"][0]["url"] == "https://checks.example.org/great-wall-moon"
+    assert result["justification"].endswith("[1]") and result["tokens"]["prompt"] == 0
 
 
 def test_rerank_job_without_reranker_says_so(client, auth, worker):

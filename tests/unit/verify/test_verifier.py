@@ -179,18 +179,20 @@ class Matcher:
         self.score = score
 
     def match(self, req):
-        return SimpleNamespace(matches=[{"id": "f1", "url": "https://fc.example/1", "score": self.score,
+        return SimpleNamespace(matches=[{"id": "f1", "url": "https://fc.example/1", "score": 0.048,
+                                         "explain": {"bm25:post": {"score": 12.0},
+                                                     "dense:post": {"score": self.score}},
                                          "claim": "Mayor passed law", "rating": "False",
                                          "verdict": "Refuted", "publisher": "FC"}])
 
 
 def test_lookup_answers_above_the_threshold_and_falls_through_below():
-    out = Verifier(matcher=Matcher(0.5)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), get_config("lookup"))
     assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
     assert out["citations"][0]["url"] == "https://fc.example/1" and out["justification"].endswith("[1]")
-    out = Verifier(matcher=Matcher(0.01)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), get_config("lookup"))
     assert out["stage"] == "lookup" and out["verdict"] == "Not Enough Evidence"
     assert "under the threshold" in out["note"]
-    out = Verifier(matcher=Matcher(0.5)).verify(
+    out = Verifier(matcher=Matcher(0.96)).verify(
         VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), get_config("lookup"))
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
