@@ -20,12 +20,12 @@ from plugin.errors import BadInput, FactSieveError
 from plugin.service.services import Services
 from plugin.settings import Settings
 
-from cli import corpus, evidence, lab, ops, search, verify
+from cli import corpus, evidence, lab, ops, search, verdict, verify
 
 log = logging.getLogger("factsieve")
 
 #: Command areas, in the order ``--help`` lists them.
-AREAS = (corpus, search, evidence, verify, lab, ops)
+AREAS = (corpus, search, evidence, verify, verdict, lab, ops)
 
 
 def build_parser() -> argparse.ArgumentParser:
