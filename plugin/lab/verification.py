@@ -127,6 +127,7 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
         verifier = Verifier(llm=base.llm, matcher=base.matcher, pool=base.pool, head=base.head,
                             evidence=retriever if retriever is not None else base.evidence)
         preds, cost = run_config(verifier, cfg, scored, evidence, on_claim=on_claim)
+        leak = head_trained_on(base.head, dataset)
         scores = score_predictions(scored, preds)
         result["configs"][name] = {
             "label_accuracy": round(scores["label_accuracy"], 4), "macro_f1": round(scores["macro_f1"], 4),
@@ -136,7 +137,24 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
             "q_plus_a": round(scores["q_plus_a"], 4),
             "averitec_score": {k: round(v, 4) for k, v in scores["averitec_score"].items()},
             **cost}
+        if leak:
+            result["configs"][name]["in_sample"] = leak
     return result
+
+
+def head_trained_on(head: Any, dataset: str) -> str | None:
+    """Why a head's scores on ``dataset`` are in-sample (it was trained on those claims), else None."""
+    from pathlib import Path
+
+    if head is None:
+        return None
+    data = head.manifest.get("data") or {}
+    for name, spec in (data.items() if isinstance(data, dict) else []):
+        path = spec.get("path") if isinstance(spec, dict) else None
+        if path and Path(path).resolve() == Path(dataset).resolve():
+            return (f"the verdict head was trained on these claims ({name}): its scores here are "
+                    "in-sample; its cross-validated scores are in its manifest (cv)")
+    return None
 
 
 def table(result: dict[str, Any]) -> str:

@@ -38,3 +38,13 @@ def test_table_names_skipped_configurations():
     text = table({"dataset": "d", "n_claims": 1, "evidence": "gold", "pool": None,
                   "configs": {"lookup": {"skipped": "the lookup reads published fact-checks"}}})
     assert "lookup        skipped" in text
+
+
+def test_a_head_trained_on_the_dataset_is_flagged_in_sample(tmp_path):
+    from types import SimpleNamespace
+
+    from plugin.lab.verification import head_trained_on
+
+    head = SimpleNamespace(manifest={"data": {"averitec": {"path": str(tmp_path / "averitec_dev")}}})
+    assert "in-sample" in head_trained_on(head, str(tmp_path / "averitec_dev"))
+    assert head_trained_on(head, str(tmp_path / "other")) is None and head_trained_on(None, "x") is None
