@@ -86,8 +86,12 @@ class _Run:
     summary: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    #: the longest LLM step so far: the loop stops when less than that is left, so the verdict
+    #: still fits the budget
+    reserve: float = 0.0
+
     def out_of_time(self) -> bool:
-        return self.clock() >= self.deadline
+        return self.clock() + self.reserve >= self.deadline
 
     def checkpoint(self) -> None:
         if self.out_of_time():
@@ -99,7 +103,10 @@ class _Run:
         try:
             return fn()
         finally:
-            self.timings[stage] = self.timings.get(stage, 0.0) + (self.clock() - t0) * 1e3
+            took = self.clock() - t0
+            self.timings[stage] = self.timings.get(stage, 0.0) + took * 1e3
+            if stage not in ("lookup", "retrieve"):
+                self.reserve = max(self.reserve, took)
 
     def spend(self, reply: Any) -> Any:
         self.calls += 1
