@@ -31,11 +31,14 @@ from plugin.verify.scoring import score_predictions
 from plugin.verify.verifier import Verifier, VerifyRequest
 
 ABSTAIN = Verdict.NOT_ENOUGH_EVIDENCE.value
+#: bumped whenever the pool's documents change (2: passages no longer titled with the gold question)
+POOL_VERSION = 2
 
 
 def pool_alias(claims: Sequence[dict[str, Any]], model: str) -> str:
     """One evaluation evidence index per (claims, model): rebuilt only when either changes."""
-    digest = hashlib.sha1(json.dumps([c["id"] for c in claims]).encode() + model.encode()).hexdigest()[:8]
+    digest = hashlib.sha1(json.dumps([POOL_VERSION, [c["id"] for c in claims]]).encode()
+                          + model.encode()).hexdigest()[:8]
     return f"eval-averitec-pool-{digest}"
 
 

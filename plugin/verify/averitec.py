@@ -53,7 +53,8 @@ def gold_qa_pairs(claim: Mapping[str, Any]) -> list[dict[str, Any]]:
 def gold_answer_documents(claims: list[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     """Every claim's gold answers as evidence documents with their source URLs (the
     ``gold-answers`` pool: the AVeriTeC knowledge store is not obtainable here). Dated the day
-    before their claim, since annotators found them as evidence available at claim time."""
+    before their claim, since annotators found them as evidence available at claim time. Their
+    questions are left out: a passage titled with its gold question would leak it into Q-only."""
     from datetime import date, timedelta
 
     for claim in claims:
@@ -61,7 +62,8 @@ def gold_answer_documents(claims: list[Mapping[str, Any]]) -> Iterator[dict[str,
         for i, pair in enumerate(gold_qa_pairs(claim)):
             if pair["answer"] == NO_ANSWER or not str(pair["source_url"] or "").startswith(("http://", "https://")):
                 continue
-            yield {"url": pair["source_url"], "title": pair["question"], "text": pair["answer"],
+            # no title: the gold question would hand the answer's question to every strategy
+            yield {"url": pair["source_url"], "title": None, "text": pair["answer"],
                    "published_at": day.isoformat() if day else None, "lang": "en",
                    "source": "gold-answers", "claim_id": claim.get("id"), "position_hint": i}
 
