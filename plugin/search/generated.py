@@ -13,13 +13,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from plugin.errors import LLMOutputInvalid
 from plugin.llm import prompts
 
 PACKAGE = "plugin.search"
 
 
 class HydeClaim(BaseModel):
-    text: Annotated[str, Field(max_length=300)]
+    text: Annotated[str, Field(max_length=200)]
 
 
 class Question(BaseModel):
@@ -33,12 +34,17 @@ GENERATED = {"hyde": ("hyde", HydeClaim, "text"), "question": ("question", Quest
 class LLMVariants:
     """``generate(variant, text, lang)`` → the variant's text, from the LLM (tokens counted)."""
 
-    def __init__(self, llm: Any, max_tokens: int = 160) -> None:
+    def __init__(self, llm: Any, max_tokens: int = 256) -> None:
         self.llm = llm
         self.max_tokens = max_tokens
 
-    def __call__(self, variant: str, text: str, lang: str | None) -> str:
+    def __call__(self, variant: str, text: str, lang: str | None) -> str | None:
+        """The variant's text, or ``None`` when the LLM's answer did not fit its schema twice:
+        the match then runs without that variant (an unreachable LLM still fails the match)."""
         prompt, schema, field = GENERATED[variant]
-        reply = self.llm.chat(prompts.messages(PACKAGE, prompt, text=text[:2000], lang=lang or "unknown"),
-                              schema=schema, max_tokens=self.max_tokens)
-        return getattr(reply.parsed, field).strip() or text
+        try:
+            reply = self.llm.chat(prompts.messages(PACKAGE, prompt, text=text[:2000], lang=lang or "unknown"),
+                                  schema=schema, max_tokens=self.max_tokens)
+        except LLMOutputInvalid:
+            return None
+        return getattr(reply.parsed, field).strip() or None

@@ -181,13 +181,14 @@ class Matcher:
                            f"known: {sorted(known)}")
         texts = {v: VARIANTS[v](text, lang) if v in VARIANTS else self.generate(v, text, lang)
                  for v in sorted(variants)}
-        dense_variants = sorted({r.query for r in config.retrievers if r.kind is RetrieverKind.DENSE})
+        retrievers = [r for r in config.retrievers if texts[r.query]]  # a failed LLM variant sits out
+        dense_variants = sorted({r.query for r in retrievers if r.kind is RetrieverKind.DENSE})
         vectors = {}
         if dense_variants:
             encoded = self.embedder.encode_queries([texts[v] for v in dense_variants])
             vectors = dict(zip(dense_variants, encoded))
         bodies = {}
-        for r in config.retrievers:
+        for r in retrievers:
             if r.kind is RetrieverKind.BM25:
                 bodies[r.name] = bm25_query(texts[r.query], lang=lang, filters=flt, size=size)
             else:
@@ -195,7 +196,8 @@ class Matcher:
         # auto searches every language like cross, so it takes the crosslingual weights: BM25
         # only ever finds same-language fact-checks, and weighting it as in mono mode buries a
         # relevant fact-check in another language under same-language near-misses
-        return bodies, config.weights(crosslingual=not mono)
+        weights = config.weights(crosslingual=not mono)
+        return bodies, {name: w for name, w in weights.items() if name in bodies}
 
     def match(self, req: MatchRequest, config: RetrievalConfig | str | None = None) -> MatchResult:
         req = req.validated()

@@ -202,3 +202,10 @@ def test_llm_variants_are_written_by_the_generator_and_refused_without_one():
     bare = Matcher(store=None, embedder=StubEmbedder(), settings=Settings(), config="reveal")
     with pytest.raises(BadInput, match="FACTSIEVE_LLM_URL"):
         bare.plan(MatchRequest(text="x"), "x", "en", bare.config)
+
+
+def test_a_failed_llm_variant_sits_out_of_the_fusion():
+    matcher = Matcher(store=None, embedder=StubEmbedder(), settings=Settings(), config="reveal",
+                      generate=lambda variant, text, lang: None if variant == "hyde" else "q?")
+    bodies, weights = matcher.plan(MatchRequest(text="x"), "x", "en", matcher.config)
+    assert "dense:hyde" not in bodies and "dense:hyde" not in weights and "bm25:question" in bodies
