@@ -124,7 +124,8 @@ def register(sub: Any, add: Any) -> None:
     sp = add("evaluate-verification", cmd_evaluate_verification,
              "score verification configurations on an AVeriTeC-shaped dataset (label metrics, Q-only, Q+A, AVeriTeC score)")
     sp.add_argument("--dataset", type=Path, help=f"folder with claims.jsonl (default {DEFAULT_AVERITEC} when present)")
-    sp.add_argument("--config", action="append", help="configuration name (repeatable; default: all)")
+    sp.add_argument("--config", action="extend", nargs="+", metavar="NAME",
+                    help="configuration names (--config a b, or repeated; default: all)")
     sp.add_argument("--limit", type=int, help="only the first N claims")
     sp.add_argument("--evidence", default="retrieved", choices=["retrieved", "gold"],
                     help="retrieved: search the gold-answers pool; gold: the gold QA pairs go to the verdict step")

@@ -49,6 +49,9 @@ class VerificationConfig(BaseModel):
     decisive_at: float = Field(default=0.8, ge=0.0, le=1.0)
     passages: int = Field(default=10, ge=1, le=50)
     per_url: int = Field(default=2, ge=1, le=50)
+    #: single-call: at most this many question–answer pairs (the schema says so too); fewer
+    #: when ``max_tokens`` is small, so that the whole answer fits
+    max_pairs: int = Field(default=10, ge=1, le=10)
     fewshot: int = Field(default=1, ge=0, le=8)
     budget_s: float = Field(default=60.0, gt=0, le=3600)
     #: combine the verdict head's label scores with the LLM's (weight of the head, 0–1)

@@ -9,9 +9,10 @@ and refusing it would burn the one retry on form instead of content.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any
+from functools import cache
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, create_model, field_validator
 
 from plugin.models import Verdict
 
@@ -110,16 +111,43 @@ class QAItem(BaseModel):
     source: int = Field(ge=0)
 
 
+#: The AVeriTeC scorer reads the first 10 pairs; more is never asked for.
+MAX_PAIRS = 10
+
+
 class SingleCallOut(BaseModel):
     """The single-call strategy: question–answer pairs from the passages, ratings, verdict and a
     cited justification in one answer."""
 
-    qa_pairs: list[QAItem] = Field(min_length=1, max_length=10)
+    #: extra pairs of a server that ignores the schema are cut, not refused
+    max_pairs: ClassVar[int] = MAX_PAIRS
+
+    qa_pairs: list[QAItem] = Field(min_length=1, max_length=MAX_PAIRS)
     label_scores: LabelScores
     verdict: VerdictLabel
     statements: list[Statement] = Field(min_length=1, max_length=5)
 
     @field_validator("qa_pairs", mode="before")
     @classmethod
-    def _first_ten(cls, v: Any) -> Any:
-        return v[:10] if isinstance(v, list) else v
+    def _first_pairs(cls, v: Any) -> Any:
+        return v[:cls.max_pairs] if isinstance(v, list) else v
+
+
+@cache
+def single_call_schema(max_pairs: int = MAX_PAIRS) -> type[SingleCallOut]:
+    """``SingleCallOut`` with at most ``max_pairs`` pairs, in the schema the server constrains
+    the answer with (``maxItems``) as well as in validation.
+
+    Why: the answer's size is bounded by its schema, and ``max_tokens`` must hold it. Ten pairs
+    of 200-character strings are ~1,000 tokens from a small model that fills every string (it
+    copies passages), so a deployment with a short ``max_tokens`` asks for fewer pairs instead
+    of having its answers cut mid-JSON.
+    """
+    if not 1 <= max_pairs <= MAX_PAIRS:
+        raise ValueError(f"max_pairs must be 1..{MAX_PAIRS}, not {max_pairs}")
+    if max_pairs == MAX_PAIRS:
+        return SingleCallOut
+    model = create_model(f"SingleCallOut{max_pairs}", __base__=SingleCallOut,
+                         qa_pairs=(list[QAItem], Field(min_length=1, max_length=max_pairs)))
+    model.max_pairs = max_pairs
+    return model

@@ -261,8 +261,9 @@ class Verifier:
         out = run.spend(run.timed("single-call", lambda: self.llm.chat(
             prompts.messages("single_call", examples=prompts.example_block(examples), claim=req.claim,
                              date=req.date.isoformat() if req.date else "unknown",
+                             max_pairs=cfg.max_pairs,
                              passages=prompts.numbered([_passage_line(p) for p in passages])),
-            schema=steps.SingleCallOut, max_tokens=cfg.max_tokens)))
+            schema=steps.single_call_schema(cfg.max_pairs), max_tokens=cfg.max_tokens)))
         pairs = []
         for item in out.qa_pairs:
             src = passages[item.source - 1] if 1 <= item.source <= len(passages) else None

@@ -98,7 +98,8 @@ def test_evidence_after_the_claim_date_and_the_own_fact_check_are_never_used(
     assert urls and LATER not in urls and OWN_FACT_CHECK not in urls
     assert LATER in {p["url"] for p in retriever.search(EvidenceQuery(text=q.text, k=10)).passages}
     out = verify(api_services, VerifyRequest(claim=CLAIM, date=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,)),
-                 config("single-call", lookup_min_score=None, passages=3, max_tokens=700))
+                 config("single-call", lookup_min_score=None, passages=3, max_pairs=3,
+                        max_tokens=700))
     check_shape(out, "single-call")
     used = {p["source_url"] for p in out["qa_pairs"]} | {c["url"] for c in out["citations"]}
     assert LATER not in used and OWN_FACT_CHECK not in used

@@ -27,7 +27,7 @@ class ScriptedLLM:
         self.calls.append(schema.__name__)
         if self.clock is not None:
             self.clock[0] += self.step
-        data = self.answers[schema]
+        data = next(v for k, v in self.answers.items() if issubclass(schema, k))  # bounded variants
         data = data(len(self.calls)) if callable(data) else data
         return SimpleNamespace(parsed=schema.model_validate(data), prompt_tokens=10, completion_tokens=5)
 
@@ -160,6 +160,26 @@ def test_single_call_maps_sources_to_passages():
     assert out["stage"] == "single-call" and out["retrieved"] == 2
     assert out["qa_pairs"][0]["source_url"] == "https://b.example/2"
     assert out["qa_pairs"][1]["answer"] == "No answer could be found."  # source 7 does not exist
+
+
+def test_single_call_asks_for_at_most_max_pairs_in_the_prompt_and_the_schema():
+    from plugin.llm import json_schema_format
+
+    assert steps.single_call_schema() is steps.SingleCallOut
+    bounded = steps.single_call_schema(1)
+    assert bounded is steps.single_call_schema(1)  # one class per bound
+    schema = json_schema_format(bounded)["json_schema"]["schema"]
+    assert schema["properties"]["qa_pairs"]["maxItems"] == 1
+    two = {"question": "Q?", "answer": "A.", "source": 1}
+    assert len(bounded.model_validate({**answers()[steps.SingleCallOut], "qa_pairs": [two, two]}).qa_pairs) == 1
+    with pytest.raises(ValueError):
+        steps.single_call_schema(11)
+    llm = ScriptedLLM(answers())
+    out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
+        VerifyRequest(claim="c"), cfg("single-call", fewshot=0, max_pairs=1))
+    assert llm.calls == ["SingleCallOut1"] and len(out["qa_pairs"]) == 1
+    assert "at most 1 questions" in prompts.messages(
+        "single_call", examples="", claim="c", date="d", max_pairs=1, passages="")[1]["content"]
 
 
 def test_gold_evidence_goes_straight_to_the_verdict():
