@@ -78,6 +78,8 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Predictions for every claim and what they cost (seconds, tokens, failures by reason)."""
     preds, seconds, tokens, failures, stops, stages = [], [], [], {}, {}, {}
+    examples: dict[str, str] = {}
+    stage_ms: dict[str, float] = {}
     for i, claim in enumerate(claims):
         if on_claim:
             on_claim(cfg.name, i)
@@ -87,19 +89,26 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
         except FactSieveError as exc:
             out = None
             failures[exc.title] = failures.get(exc.title, 0) + 1
+            examples.setdefault(exc.title, str(exc)[:300])
         seconds.append(time.perf_counter() - t0)
         preds.append(prediction(claim["id"], out))
         if out is not None:
             tokens.append(out["tokens"]["prompt"] + out["tokens"]["completion"])
             stops[out["stopped_because"]] = stops.get(out["stopped_because"], 0) + 1
             stages[out["stage"]] = stages.get(out["stage"], 0) + 1
+            for step, ms in out["timings_ms"].items():
+                stage_ms[step] = stage_ms.get(step, 0.0) + ms
+    done = max(len(tokens), 1)
     cost = {"seconds_per_claim": {"p50": round(percentile(seconds, 0.5), 2),
                                   "p95": round(percentile(seconds, 0.95), 2),
                                   "mean": round(statistics.fmean(seconds), 2)},
             "tokens_per_claim": {"p50": round(percentile(tokens, 0.5), 1) if tokens else 0,
                                  "p95": round(percentile(tokens, 0.95), 1) if tokens else 0},
             "valid_rate": round((len(claims) - sum(failures.values())) / len(claims), 4),
-            "failures": failures, "stopped_because": stops, "stages": stages}
+            "failures": failures, "failure_examples": examples, "stopped_because": stops,
+            "stages": stages,
+            # where the time goes: mean milliseconds per valid claim in each step (``total`` too)
+            "ms_per_step": {k: round(v / done, 1) for k, v in sorted(stage_ms.items())}}
     return preds, cost
 
 
