@@ -19,7 +19,8 @@ def cmd_init(args: argparse.Namespace, services: Services) -> int:
     spec = services.index_spec()
     index = services.ensure_factcheck_index()
     dump({"alias": spec.alias, "index": index, "embedding_model": spec.model,
-          "embedding_dim": spec.dimension, "templates": list(template_bodies(spec))})
+          "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
+          "search_pipelines": services.install_search_pipelines()})
     return 0
 
 

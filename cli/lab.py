@@ -32,7 +32,38 @@ def select_configs(path: Path | None, names: str | None) -> dict[str, RetrievalC
     return {c: configs[c] for c in wanted}
 
 
+FUSION_PATHS = {"settings": None, "client": ("client",), "server": ("server",), "both": ("client", "server")}
+
+
+def by_fusion(args: argparse.Namespace, services: Services, configs: dict[str, RetrievalConfig],
+              run: Any) -> dict[str, Any]:
+    """``run(settings)`` on each fusion path ``--fusion`` asks for, on the same index and
+    queries. One path: its result with ``"fusion"`` naming it; ``both``: ``{"client": …,
+    "server": …}``. The server path needs neural-search, and installs the configurations'
+    pipelines first (as ``factsieve init`` does): a match never writes one."""
+    paths = FUSION_PATHS[args.fusion]
+    if paths is None:
+        return {**run(services.settings), "fusion": "server" if services.settings.server_fusion else "client"}
+    if "server" in paths and not services.install_search_pipelines(list(configs.values())):
+        from plugin.search.hybrid import NEURAL_PLUGIN
+
+        if NEURAL_PLUGIN not in services.store.plugins():
+            raise BadInput("--fusion server needs the neural-search plugin on the cluster "
+                           "(`make up` installs it; the official Docker image ships it)")
+    results = {p: {**run(services.settings.model_copy(update={"server_fusion": p == "server"})),
+                   "fusion": p} for p in paths}
+    return results[paths[0]] if len(paths) == 1 else results
+
+
+def add_fusion_flag(sp: Any) -> None:
+    sp.add_argument("--fusion", choices=list(FUSION_PATHS), default="settings",
+                    help="client (_msearch + fusion here), server (hybrid query + neural-search pipeline), "
+                         "both (side by side), or settings (FACTSIEVE_SERVER_FUSION; the default)")
+
+
 def _table(result: dict[str, Any]) -> str:
+    if "configs" not in result:  # --fusion both
+        return "\n\n".join(f"fusion: {path}\n{_table(r)}" for path, r in result.items())
     cols = ["S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"]
     lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['split']}, "
              f"{result['n_factchecks']} fact-checks)",
@@ -59,9 +90,11 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
         from plugin.search.generated import LLMVariants
 
         generate = LLMVariants(services.llm)
-    result = evaluate(services.store, services.embedder, settings, dataset, configs,
-                      mode=args.mode, use_dates=args.dates, rerankers=rerankers, rebuild=args.rebuild,
-                      generate=generate)
+    if args.record and args.fusion == "both":
+        raise BadInput("--record takes one fusion path: --fusion client or server")
+    result = by_fusion(args, services, configs, lambda s: evaluate(
+        services.store, services.embedder, s, dataset, configs, mode=args.mode, use_dates=args.dates,
+        rerankers=rerankers, rebuild=args.rebuild, generate=generate))
     if args.record:
         from datetime import date
 
@@ -84,9 +117,10 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
     sizes = [int(x) for x in args.docs.split(",")] if args.docs else []
-    result = bench(services.store, services.embedder, settings, dataset, configs,
-                   sizes=sizes, concurrency=args.concurrency, n_queries=args.queries,
-                   seconds=args.seconds, mode=Mode.parse(args.mode))
+    result = by_fusion(args, services, configs, lambda s: bench(
+        services.store, services.embedder, s, dataset, configs, sizes=sizes,
+        concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
+        mode=Mode.parse(args.mode)))
     dump(result)
     return 0
 
@@ -177,6 +211,7 @@ def _hyper_parameters(sp: argparse.ArgumentParser) -> None:
 
 def register(sub: Any, add: Any) -> None:
     sp = add("evaluate", cmd_evaluate, "run named retrieval configurations over a dataset and print metrics")
+    add_fusion_flag(sp)
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
     sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration)")
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
@@ -189,6 +224,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
+    add_fusion_flag(sp)
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
     sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration; those with a reranker are skipped)")
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")

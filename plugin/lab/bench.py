@@ -118,15 +118,17 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
 
 
 def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10) -> dict[str, Any]:
-    took, parts = [], {}
+    took, parts, paths = [], {}, {}
     for t in texts:
         t0 = time.perf_counter()
         r = matcher.match(MatchRequest(text=t, mode=mode, k=k))
         took.append((time.perf_counter() - t0) * 1e3)
         for key, ms in r.timings_ms.items():
             parts.setdefault(key, []).append(ms)
+        paths[r.fusion] = paths.get(r.fusion, 0) + 1
     return {"p50": round(percentile(took, 0.5), 2), "p95": round(percentile(took, 0.95), 2),
-            "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()}}
+            "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()},
+            "fusion": paths}
 
 
 def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,

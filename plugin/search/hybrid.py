@@ -6,12 +6,18 @@ limits decide what fits: at most 5 sub-queries, the hybrid query must be top-lev
 must sum to 1 (normalisation) and RRF takes no weights in 2.19, and a hybrid query sent without
 its pipeline silently returns unfused scores. ``server_plan`` checks all of that and returns
 either a plan or the reason it does not fit; the matcher then fuses client-side over one
-``_msearch`` (``plugin.search.fuse``), which gives the same ranking for every plan that does fit.
+``_msearch`` (``plugin.search.fuse``), which gives the same ranking for every plan that does fit
+(up to the order of exactly tied documents: OpenSearch breaks ties by index order).
+
+Pipelines are data (``index_templates/pipelines/``) installed by ``factsieve init``
+(``config_pipelines`` lists what the configurations need), never by the query path: a plan
+whose pipeline is not installed does not fit, and the match fuses client-side.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +25,9 @@ from plugin.search.retrieval import Fusion, RetrievalConfig
 from plugin.index.bodies import load_template, render
 
 MAX_SUBQUERIES = 5
+#: the only RRF rank constant neural-search 2.19 applies, whatever the pipeline says (measured
+#: here: k = 20 in the pipeline scored 1/(60 + r); fixed upstream after 2.19)
+NEURAL_RRF_K = 60
 NEURAL_PLUGIN = "opensearch-neural-search"
 #: What a sub-query body says about the fields its hits carry; the hybrid body copies it.
 FETCH_KEYS = ("_source", "stored_fields", "docvalue_fields")
@@ -38,30 +47,57 @@ def normalised_weights(weights: list[float]) -> list[float]:
     return [round(w / total, 6) for w in weights]
 
 
-def server_plan(config: RetrievalConfig, bodies: dict[str, dict[str, Any]],
-                weights: dict[str, float], *, size: int,
-                plugins: set[str]) -> tuple[ServerPlan | None, str]:
-    """A hybrid-query plan for these sub-query bodies, or ``(None, reason)``."""
-    if NEURAL_PLUGIN not in plugins:
-        return None, "the cluster has no neural-search plugin"
-    if len(bodies) > MAX_SUBQUERIES:
-        return None, f"{len(bodies)} sub-queries; a hybrid query takes at most {MAX_SUBQUERIES}"
-    if len(bodies) < 2:
-        return None, "a single sub-query needs no fusion"
-    if config.boosts or config.collapse or config.rerank:
-        # these run client-side after fusion anyway; server fusion still fits
-        pass
-    names = list(bodies)
-    ws = [weights[n] for n in names]
+def fusion_pipeline(config: RetrievalConfig, weights: Sequence[float]) -> tuple[str, dict[str, Any]] | str:
+    """The search pipeline ``(name, body)`` that fuses ``config``'s sub-queries with these
+    weights (in sub-query order) inside OpenSearch, or the reason none can.
+
+    The name is a digest of the body, so every process and ``factsieve init`` agree on it.
+    """
+    if len(weights) > MAX_SUBQUERIES:
+        return f"{len(weights)} sub-queries; a hybrid query takes at most {MAX_SUBQUERIES}"
+    if len(weights) < 2:
+        return "a single sub-query needs no fusion"
     if config.fusion is Fusion.RRF:
-        if len(set(ws)) != 1:
-            return None, "score-ranker-processor RRF takes no per-query weights in OpenSearch 2.19"
+        if len(set(weights)) != 1:
+            return "score-ranker-processor RRF takes no per-query weights in OpenSearch 2.19"
+        if config.rrf_k != NEURAL_RRF_K:
+            return (f"score-ranker-processor ignores rank_constant in neural-search 2.19 (always "
+                    f"{NEURAL_RRF_K}; opensearch-project/neural-search#1370): k = {config.rrf_k} "
+                    "would rank differently")
         template, values = "pipelines/hybrid-rrf", {"rank_constant": config.rrf_k}
     else:
-        template, values = "pipelines/hybrid-minmax", {"weights": normalised_weights(ws)}
+        template, values = "pipelines/hybrid-minmax", {"weights": normalised_weights(list(weights))}
     digest = hashlib.sha1(json.dumps([template, values], sort_keys=True).encode()).hexdigest()[:10]
     name = f"factsieve-{config.name or 'adhoc'}-{digest}"
-    pipeline_body = render(load_template(template), {**values, "name": name})
+    return name, render(load_template(template), {**values, "name": name})
+
+
+def config_pipelines(configs: Iterable[RetrievalConfig]) -> dict[str, dict[str, Any]]:
+    """Every pipeline these configurations can fuse with server-side, by name: one per weight
+    set (monolingual, and crosslingual where it differs) that fits a hybrid query. What
+    ``factsieve init`` installs; configurations with LLM variants are planned with all of them."""
+    out: dict[str, dict[str, Any]] = {}
+    for cfg in configs:
+        for crosslingual in (False, True):
+            got = fusion_pipeline(cfg, list(cfg.weights(crosslingual=crosslingual).values()))
+            if isinstance(got, tuple):
+                out[got[0]] = got[1]
+    return out
+
+
+def server_plan(config: RetrievalConfig, bodies: dict[str, dict[str, Any]],
+                weights: dict[str, float], *, size: int,
+                plugins: set[str], pipelines: set[str] | None = None) -> tuple[ServerPlan | None, str]:
+    """A hybrid-query plan for these sub-query bodies, or ``(None, reason)``. ``pipelines``:
+    the search pipelines installed on the cluster (``None``: do not check)."""
+    if NEURAL_PLUGIN not in plugins:
+        return None, "the cluster has no neural-search plugin"
+    got = fusion_pipeline(config, [weights[n] for n in bodies])
+    if isinstance(got, str):
+        return None, got
+    name, pipeline_body = got
+    if pipelines is not None and name not in pipelines:
+        return None, f"search pipeline {name} is not installed: run `factsieve init`"
     # the hybrid query returns what the sub-queries would: candidate doc values, no _source
     first = next(iter(bodies.values()))
     body = {"size": size, **{k: first[k] for k in FETCH_KEYS if k in first},

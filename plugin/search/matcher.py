@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from plugin.embedding import Embedder
 from plugin.errors import BadInput
 from plugin.search.fuse import minmax_fuse, rrf_fuse
-from plugin.search.hybrid import server_plan
+from plugin.search.hybrid import NEURAL_PLUGIN, server_plan
 from plugin.search.lang import detect_language
 from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Fused, Mode
 from plugin.search.normalize import normalize_post
@@ -84,6 +84,9 @@ class MatchResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     reranked: bool = False
     notes: tuple[str, ...] = ()
+    #: where the sub-queries were fused: ``client`` (one ``_msearch`` + ``plugin.search.fuse``)
+    #: or ``server`` (one hybrid query through a neural-search pipeline)
+    fusion: str = "client"
 
     def to_dict(self) -> dict[str, Any]:
         return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
@@ -155,7 +158,8 @@ class Matcher:
         self.generate = generate
         self._model_checked = False
         self._plugins: set[str] | None = None
-        self._pipelines: set[str] = set()
+        self._pipelines: set[str] | None = None
+        self._pipelines_read_at = 0.0
 
     def _check_model(self) -> None:
         if not self._model_checked:
@@ -253,7 +257,8 @@ class Matcher:
             f"no reranker is configured for configuration {cfg.name!r}: "
             "the matches are in fused (first-stage) order",)
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
-                           timings_ms=timings, reranked=reranking, notes=notes)
+                           timings_ms=timings, reranked=reranking, notes=notes,
+                           fusion="client" if server is None else "server")
 
     def will_rerank(self, req: MatchRequest, cfg: RetrievalConfig) -> bool:
         """The one place that decides whether a match is reranked: the request does not refuse it,
@@ -276,14 +281,28 @@ class Matcher:
             return None
         if self._plugins is None:
             self._plugins = self.store.plugins()
-        plan, _why = server_plan(cfg, bodies, weights, size=size, plugins=self._plugins)
+        plan, _why = server_plan(cfg, bodies, weights, size=size, plugins=self._plugins,
+                                 pipelines=self._installed_pipelines())
+        if plan is None and self._pipelines is not None and _why.startswith("search pipeline"):
+            # installed since we last looked (`factsieve init` after this process started)?
+            # look again at most every PIPELINES_TTL_S; meanwhile fuse client-side
+            if time.monotonic() - self._pipelines_read_at > self.PIPELINES_TTL_S:
+                self._pipelines = None
         return plan
 
+    #: how long a matcher trusts its list of installed search pipelines when one is missing
+    PIPELINES_TTL_S = 30.0
+
+    def _installed_pipelines(self) -> set[str] | None:
+        if self._plugins is not None and NEURAL_PLUGIN not in self._plugins:
+            return set()
+        if self._pipelines is None:
+            self._pipelines = self.store.search_pipelines()
+            self._pipelines_read_at = time.monotonic()
+        return self._pipelines
+
     def _server_fuse(self, plan: Any) -> list[Fused]:
-        """One hybrid query through its search pipeline (installed once per process)."""
-        if plan.pipeline not in self._pipelines:
-            self.store.put_search_pipeline(plan.pipeline, plan.pipeline_body)
-            self._pipelines.add(plan.pipeline)
+        """One hybrid query through its search pipeline (installed by ``factsieve init``)."""
         response = self.store.search(self.alias, plan.body, search_pipeline=plan.pipeline)
         hits = read_candidates(response, "hybrid")
         return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]

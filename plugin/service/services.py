@@ -70,16 +70,20 @@ class Services:
         key = f"config:{name or self.settings.retrieval_config or ''}"
         return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
 
-    def matcher(self, config: str | None = None, *, rerank: bool | None = False) -> Matcher:
+    def matcher(self, config: str | None = None, *, rerank: bool | None = False,
+                explained: bool = False) -> Matcher:
         """A matcher for a configuration, holding its reranker when the caller may rerank
         (``rerank`` not ``False``) and one loads; whether a match *is* reranked is decided by
-        ``Matcher.will_rerank`` alone."""
+        ``Matcher.will_rerank`` alone. ``explained``: every match carries each sub-query's
+        rank and score, so it always fuses client-side (a hybrid query reports only the fused
+        score); the verification lookup reads the kNN score from there."""
         cfg = self.config(config)
         reranker = None
         if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
-        return self._get(f"matcher:{cfg.name}:{bool(reranker)}", lambda: Matcher(
-            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None,
+        settings = self.settings.model_copy(update={"server_fusion": False}) if explained else self.settings
+        return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}", lambda: Matcher(
+            self.store, self.embedder, settings, config=cfg, reranker=reranker or None,
             generate=self.query_generator(cfg)))
 
     def query_generator(self, cfg: RetrievalConfig) -> Any:
@@ -148,9 +152,24 @@ class Services:
         return Verifier(
             llm=self.llm if uses_llm else None,
             evidence=self.evidence_retriever(cfg.per_url) if cfg.strategy is not Strategy.LOOKUP else None,
-            matcher=self.matcher(cfg.retrieval, rerank=True) if cfg.lookup_min_score is not None else None,
+            matcher=(self.matcher(cfg.retrieval, rerank=True, explained=True)
+                     if cfg.lookup_min_score is not None else None),
             pool=load_pool(str(self.settings.verify_fewshot) if self.settings.verify_fewshot else None),
             head=self.verdict_head() if needs_head else None)
+
+    def install_search_pipelines(self, configs: list[RetrievalConfig] | None = None) -> list[str]:
+        """The fusion pipelines of the retrieval configurations (all packaged ones by default)
+        on a cluster with neural-search, by idempotent PUTs; none elsewhere. ``factsieve init``
+        and the lab call this; the query path never writes a pipeline."""
+        from plugin.search.hybrid import NEURAL_PLUGIN, config_pipelines
+        from plugin.search.retrieval import load_configs
+
+        if NEURAL_PLUGIN not in self.store.plugins():
+            return []
+        wanted = config_pipelines(configs if configs is not None else load_configs().values())
+        for name, body in wanted.items():
+            self.store.put_search_pipeline(name, body)
+        return sorted(wanted)
 
     def ensure_factcheck_index(self) -> str:
         """Templates installed and the fact-check alias present (once per process)."""

@@ -59,3 +59,43 @@ def test_hybrid_body_asks_for_what_the_subqueries_ask_for():
     assert plan.body["stored_fields"] == "_none_"
     assert plan.body["docvalue_fields"] == ["id", "lang", "domain", "publisher"]
     assert "_source" not in plan.body and plan.body["size"] == 10
+
+
+def test_a_plan_whose_pipeline_is_not_installed_does_not_fit():
+    cfg = get_config("hybrid-rrf")
+    plan, _ = server_plan(cfg, {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins={NEURAL_PLUGIN})
+    installed = {plan.pipeline}
+    assert server_plan(cfg, {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins={NEURAL_PLUGIN},
+                       pipelines=installed)[0] == plan
+    missing, why = server_plan(cfg, {"a": B, "b": K}, {"a": 1, "b": 1}, size=10,
+                               plugins={NEURAL_PLUGIN}, pipelines=set())
+    assert missing is None and "factsieve init" in why
+
+
+def test_config_pipelines_are_what_the_plans_use():
+    """What `factsieve init` installs: one pipeline per weight set that fits, named as the
+    matcher names it (factsieve at k = 60: equal weights in mono fit RRF; its 0.3/0.7
+    crosslingual weights do not, in 2.19)."""
+    from plugin.search.hybrid import config_pipelines, fusion_pipeline
+    from plugin.search.retrieval import load_configs
+
+    configs = load_configs()
+    wanted = config_pipelines(configs.values())
+    k60 = configs["factsieve"].model_copy(update={"rrf_k": 60})
+    mono = fusion_pipeline(k60, [0.5, 0.5])
+    assert mono[0] in config_pipelines([k60]) and config_pipelines([k60])[mono[0]] == mono[1]
+    assert isinstance(fusion_pipeline(k60, [0.3, 0.7]), str)
+    assert not any(n.startswith(("factsieve-bm25-", "factsieve-dense-")) for n in wanted)  # one sub-query
+    plan, _ = server_plan(k60, {"bm25:post": B, "dense:post": K},
+                          {"bm25:post": 0.5, "dense:post": 0.5}, size=10, plugins={NEURAL_PLUGIN},
+                          pipelines=set(config_pipelines([k60])))
+    assert plan.pipeline == mono[0]
+
+
+def test_rrf_with_another_rank_constant_does_not_fit_2_19():
+    """neural-search 2.19 ignores rank_constant (measured: k = 20 scored as 60), so k = 20
+    (the factsieve configuration) fuses client-side."""
+    from plugin.search.hybrid import fusion_pipeline
+
+    why = fusion_pipeline(get_config("factsieve"), [0.5, 0.5])
+    assert isinstance(why, str) and "rank_constant" in why

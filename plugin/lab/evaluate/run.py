@@ -116,6 +116,7 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
     latencies: list[float] = []
     parts: dict[str, list[float]] = defaultdict(list)
     langs: dict[str, str] = {}
+    paths: dict[str, int] = defaultdict(int)
     for q in queries:
         qid = str(q["id"])
         if qid not in qrels:
@@ -128,6 +129,7 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         for key, ms in result.timings_ms.items():
             parts[key].append(ms)
         run[qid] = [m["id"] for m in result.matches]
+        paths[result.fusion] += 1
         langs[qid] = q.get("lang") or result.lang or "?"
     metrics = {k: round(v, 4) for k, v in evaluate_run(run, qrels).items()}
     per_lang: dict[str, Any] = {}
@@ -136,6 +138,9 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         per_lang[lang] = {"n": len(sub), **{k: round(v, 4) for k, v in
                                             evaluate_run(run, sub, ["S@10", "MAP@5", "MRR@10"]).items()}}
     return {**metrics, "n_queries": len(run),
+            # how many queries each fusion path answered (a configuration whose weights do not
+            # fit a hybrid query fuses client-side even when the server path was asked for)
+            "fusion": dict(sorted(paths.items())),
             "latency_ms": {"p50": round(percentile(latencies, 0.5), 2),
                            "p95": round(percentile(latencies, 0.95), 2),
                            "mean_parts": {k: round(statistics.fmean(v), 2) for k, v in parts.items()}},
