@@ -80,6 +80,9 @@ def test_status(capsys):
     code, out, _ = run(capsys, "status")
     status = json.loads(out)
     assert code == 0 and status["opensearch"] is True
+    assert "opensearch-knn" in status["plugins"]
+    if os.environ.get("FACTSIEVE_OS_NEURAL") != "0":
+        assert "opensearch-neural-search" in status["plugins"]
 
 
 @pytest.mark.skipif(os.environ.get("FACTSIEVE_OS_NEURAL") == "0", reason="started without neural-search")
@@ -96,3 +99,117 @@ def test_evaluate_runs_both_fusion_paths_side_by_side(capsys, embedder):
     assert both["server"]["configs"]["hybrid-rrf"]["cross"]["fusion"] == {"server": 60}  # 1:1, k = 60
     assert abs(both["server"]["configs"]["hybrid-rrf"]["cross"]["S@10"]
                - both["client"]["configs"]["hybrid-rrf"]["cross"]["S@10"]) <= 0.02  # ties may reorder
+
+
+@pytest.fixture
+def dataset_copy(tmp_path, store):
+    """The MultiClaim sample under a unique name, so its evaluation index is this test's own."""
+    import shutil
+    import uuid
+
+    path = tmp_path / f"mc-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(SAMPLES / "multiclaim", path)
+    yield path
+    store.delete_index(f"eval-{path.name}-*")
+
+
+def test_evaluate_reports_every_config_per_mode(capsys, embedder, dataset_copy):
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25,dense")
+    assert code == 0
+    result = json.loads(out)
+    assert result["n_queries"] == 35 and result["modes"] == ["mono", "cross"]
+    for name in ("bm25", "dense"):
+        for mode in ("mono", "cross"):
+            m = result["configs"][name][mode]
+            assert set(m) >= {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100", "latency_ms", "per_lang"}
+            assert 0 <= m["S@10"] <= 1 and m["latency_ms"]["p50"] > 0
+    # crosslingual pairs: dense matching must find most of them, BM25 cannot
+    assert result["configs"]["dense"]["cross"]["S@10"] > result["configs"]["bm25"]["cross"]["S@10"]
+    # one mode has the same shape as two; the table prints a row per (config, mode)
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
+                       "--mode", "mono")
+    single = json.loads(out)
+    assert code == 0 and single["modes"] == ["mono"] and list(single["configs"]["bm25"]) == ["mono"]
+    assert single["split"] == "all" and single["skipped"] == {}
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25,dense",
+                       "--table")
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith(("bm25 ", "dense "))]) == 4
+
+
+@pytest.mark.parametrize("command", ["evaluate", "bench"])
+def test_unknown_config_is_refused(capsys, command):
+    code, _, err = run(capsys, command, "--dataset", str(SAMPLES / "multiclaim"), "--config", "dense,nope")
+    assert code == 2 and "unknown configuration" in err and "'nope'" in err
+
+
+def test_evaluate_unknown_config_and_missing_dataset(capsys, tmp_path):
+    code, _, err = run(capsys, "evaluate", "--dataset", str(SAMPLES / "multiclaim"), "--config", "nope")
+    assert code == 2 and "unknown configuration" in err
+    code, _, err = run(capsys, "evaluate", "--dataset", str(tmp_path))
+    assert code == 2 and "factchecks.jsonl" in err
+
+
+def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
+    code, out, _ = run(capsys, "bench", "--dataset", str(dataset_copy), "--config", "dense",
+                       "--docs", "120", "--queries", "5", "--seconds", "0.5", "--concurrency", "2")
+    assert code == 0
+    result = json.loads(out)
+    corpora = list(result["corpora"].values())
+    assert len(corpora) == 2 and corpora[1]["docs"] == 120 and corpora[1]["build"]["synthetic"] is True
+    for c in corpora:
+        d = c["configs"]["dense"]
+        assert d["latency_ms"]["p50"] > 0 and d["throughput"]["errors"] == 0
+
+
+def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
+    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10", "--no-verify")
+    assert code == 0
+    assert out.count("known fact-check: found at rank") == 3, out
+
+
+def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, make_alias, monkeypatch, embedder):
+    monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
+    monkeypatch.setenv("FACTSIEVE_LLM_URL", os.environ.get("FACTSIEVE_LLM_URL") or LOCAL_LLM)
+    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "qa-loop")
+    assert code == 0, out
+    assert "sample evidence: 89 documents" in out and "verifying a sample claim" in out
+    assert "[1] Q:" in out and "verdict:" in out and "cites [" in out
+
+
+def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):
+    """Mining runs the real first stage over the dataset's index; no torch is needed for it."""
+    from plugin.lab.reranker import load_groups, sha1_digit
+
+    path = tmp_path / "groups.jsonl"
+    code, out, _ = run(capsys, "train-reranker", "mine", "--dataset", str(dataset_copy), "--out", str(path))
+    assert code == 0
+    summary = json.loads(out)
+    groups, meta = load_groups(path)
+    assert summary["groups"] == len(groups) > 0 and meta["first_stage"] == "factsieve"
+    assert all(sha1_digit(q).isdigit() for q in meta["training_query_ids"])  # no split field: sha1 rule
+    assert {g.query_id for g in groups} <= set(meta["training_query_ids"])
+    qrels = {}
+    for line in (dataset_copy / "qrels.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        qrels.setdefault(str(row["query_id"]), set()).add(str(row["factcheck_id"]))
+    claims = {json.loads(line)["id"]: json.loads(line)["claim"]
+              for line in (dataset_copy / "factchecks.jsonl").read_text().splitlines()}
+    for g in groups:  # a relevant fact-check is never a negative of its own query
+        assert not any(claims[d] in n for d in qrels[g.query_id] for n in g.negatives)
+    code, _, err = run(capsys, "train-reranker", "fit", "--groups", str(tmp_path / "missing.jsonl"),
+                       "--out", "x")
+    assert code == 2 and "not found" in err
+
+
+def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_path):
+    from plugin.search.retrieval import packaged_configs_path
+
+    configs = tmp_path / "retrieval.json"
+    configs.write_text(packaged_configs_path().read_text())
+    code, _, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
+                     "--configs-file", str(configs), "--record")
+    assert code == 0
+    scores = json.loads(configs.read_text())["configs"]["bm25"]["last_scores"]
+    mine = [s for s in scores if s["dataset"] == dataset_copy.name]
+    assert len(mine) == 2 and all(set(s["metrics"]) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
+                                  for s in mine)
