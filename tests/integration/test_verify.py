@@ -99,7 +99,7 @@ def test_evidence_after_the_claim_date_and_the_own_fact_check_are_never_used(
     assert LATER in {p["url"] for p in retriever.search(EvidenceQuery(text=q.text, k=10)).passages}
     out = verify(api_services, VerifyRequest(claim=CLAIM, date=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,)),
                  config("single-call", lookup_min_score=None, passages=3, max_pairs=3,
-                        max_tokens=1024))  # 3 pairs and 5 statements of <= 200 chars fit, digits and all
+                        max_tokens=1024))  # 3 pairs and 3 statements of <= 200 chars fit, digits and all
     check_shape(out, "single-call")
     used = {p["source_url"] for p in out["qa_pairs"]} | {c["url"] for c in out["citations"]}
     assert LATER not in used and OWN_FACT_CHECK not in used

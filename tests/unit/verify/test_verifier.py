@@ -216,3 +216,15 @@ def test_lookup_answers_above_the_threshold_and_falls_through_below():
     out = Verifier(matcher=Matcher(0.96)).verify(
         VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), get_config("lookup"))
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
+
+
+def test_statements_are_bounded_like_the_prompt_says_and_extras_are_cut():
+    st = {"text": "S.", "sources": [1]}
+    out = steps.VerdictOut.model_validate({"label_scores": SCORES, "verdict": "Refuted", "statements": [st] * 5})
+    assert len(out.statements) == steps.MAX_STATEMENTS == 3
+    from plugin.llm import json_schema_format
+
+    schema = json_schema_format(steps.VerdictOut)["json_schema"]["schema"]
+    assert schema["properties"]["statements"]["maxItems"] == 3
+    with pytest.raises(ValueError):
+        steps.VerdictOut.model_validate({"label_scores": SCORES, "verdict": "Refuted", "statements": []})
