@@ -281,13 +281,13 @@ class Matcher:
             return None
         if self._plugins is None:
             self._plugins = self.store.plugins()
-        plan, _why = server_plan(cfg, bodies, weights, size=size, plugins=self._plugins,
-                                 pipelines=self._installed_pipelines())
-        if plan is None and self._pipelines is not None and _why.startswith("search pipeline"):
+        plan, why = server_plan(cfg, bodies, weights, size=size, plugins=self._plugins,
+                                pipelines=self._installed_pipelines())
+        stale = time.monotonic() - self._pipelines_read_at > self.PIPELINES_TTL_S
+        if plan is None and why.startswith("search pipeline") and stale:
             # installed since we last looked (`factsieve init` after this process started)?
             # look again at most every PIPELINES_TTL_S; meanwhile fuse client-side
-            if time.monotonic() - self._pipelines_read_at > self.PIPELINES_TTL_S:
-                self._pipelines = None
+            self._pipelines = None
         return plan
 
     #: how long a matcher trusts its list of installed search pipelines when one is missing
