@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ctx", type=int, default=4096, help="context tokens, shared by the slots")
     ap.add_argument("--parallel", type=int, default=1, help="requests decoded at once (slots)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache-ram", type=int, default=256, metavar="MIB",
+                    help="host memory for llama.cpp's prompt cache (its default, 8192, let this "
+                         "test server grow to ~5 GB over a test suite and evaluations)")
     ap.add_argument("--log", type=Path, default=None, help="append llama.cpp's log here")
     ap.add_argument("--pidfile", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     params.n_parallel = args.parallel
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
+    params.cache_ram_mib = args.cache_ram
     params.ui = False  # no web chat UI on a test server
     params.cors_origins = "http://127.0.0.1"  # not "*": web pages may not call it cross-origin
     key = os.environ.get("FACTSIEVE_LLM_API_KEY")
