@@ -44,12 +44,13 @@ def by_fusion(args: argparse.Namespace, services: Services, configs: dict[str, R
     paths = FUSION_PATHS[args.fusion]
     if paths is None:
         return {**run(services.settings), "fusion": "server" if services.settings.server_fusion else "client"}
-    if "server" in paths and not services.install_search_pipelines(list(configs.values())):
+    if "server" in paths:
         from plugin.search.hybrid import NEURAL_PLUGIN
 
         if NEURAL_PLUGIN not in services.store.plugins():
             raise BadInput("--fusion server needs the neural-search plugin on the cluster "
                            "(`make up` installs it; the official Docker image ships it)")
+        services.install_search_pipelines(list(configs.values()))
     results = {p: {**run(services.settings.model_copy(update={"server_fusion": p == "server"})),
                    "fusion": p} for p in paths}
     return results[paths[0]] if len(paths) == 1 else results

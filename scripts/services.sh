@@ -134,8 +134,7 @@ opensearch_up() {
   if os_healthy; then
     if os_lacks_plugins && [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
       log "OpenSearch at $OS_URL lacks neural-search: installing it and restarting the node"
-      fetch_opensearch
-      opensearch_down
+      opensearch_down  # fetch_opensearch below installs what is missing
     else
       log "OpenSearch already running at $OS_URL"; return
     fi

@@ -327,17 +327,11 @@ def fixture_similarity(services: Any, cfg: RetrievalConfig, path: Path,
     ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
     try:
         ingest(read_records([path], Format.jsonl), store=store, embedder=embedder, index=alias)
-        matcher = Matcher(store, embedder, explained(services.settings), alias=alias, config=cfg)
+        matcher = Matcher(store, embedder, services.settings, alias=alias, config=cfg, explained=True)
         return {claim: first_match(matcher.match(lookup_request(claim))) for claim in claims}
     finally:
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
-
-
-def explained(settings: Any) -> Any:
-    """Settings for a matcher whose matches carry each sub-query's score (client-side fusion),
-    as the lookup's own matcher does (``Services.matcher(explained=True)``)."""
-    return settings.model_copy(update={"server_fusion": False})
 
 
 def measure(services: Any, *, clef: Path, averitec: Path, retrieval: str = "factsieve",
@@ -356,7 +350,8 @@ def measure(services: Any, *, clef: Path, averitec: Path, retrieval: str = "fact
     cfg = services.config(retrieval)
     # the lookup's own matcher (``Services.verifier``): it holds a reranker if the configuration has one
     reranker = services.matcher(retrieval, rerank=True).reranker
-    matcher = ExcludingMatcher(store, embedder, explained(settings), alias=alias, config=cfg, reranker=reranker)
+    matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker,
+                               explained=True)  # as the lookup's own matcher: it reads the kNN score
     queries = eval_queries(dataset.queries, dataset.qrels["all"])
     log(f"{len(queries)} CLEF queries…")
     t1 = time.perf_counter()

@@ -146,7 +146,8 @@ class Matcher:
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  alias: str | None = None, config: RetrievalConfig | str | None = None,
                  reranker: Reranker | None = None,
-                 generate: Callable[[str, str, str | None], str] | None = None) -> None:
+                 generate: Callable[[str, str, str | None], str] | None = None,
+                 explained: bool = False) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -156,6 +157,9 @@ class Matcher:
         self.reranker = reranker
         #: writes the LLM query variants (``plugin.search.generated``), when a configuration has them
         self.generate = generate
+        #: every match carries each sub-query's rank and score (``explain``), so this matcher
+        #: always fuses client-side: a hybrid query reports only the fused score
+        self.explained = explained
         self._model_checked = False
         self._plugins: set[str] | None = None
         self._pipelines: set[str] | None = None
@@ -277,7 +281,7 @@ class Matcher:
 
     def _server_plan(self, cfg: RetrievalConfig, bodies: dict[str, Any], weights: dict[str, float],
                      size: int) -> Any:
-        if not self.settings.server_fusion:
+        if self.explained or not self.settings.server_fusion:
             return None
         if self._plugins is None:
             self._plugins = self.store.plugins()

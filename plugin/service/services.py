@@ -74,17 +74,15 @@ class Services:
                 explained: bool = False) -> Matcher:
         """A matcher for a configuration, holding its reranker when the caller may rerank
         (``rerank`` not ``False``) and one loads; whether a match *is* reranked is decided by
-        ``Matcher.will_rerank`` alone. ``explained``: every match carries each sub-query's
-        rank and score, so it always fuses client-side (a hybrid query reports only the fused
-        score); the verification lookup reads the kNN score from there."""
+        ``Matcher.will_rerank`` alone. ``explained``: see ``Matcher.explained``; the verification
+        lookup reads the kNN score from there."""
         cfg = self.config(config)
         reranker = None
         if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
-        settings = self.settings.model_copy(update={"server_fusion": False}) if explained else self.settings
         return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}", lambda: Matcher(
-            self.store, self.embedder, settings, config=cfg, reranker=reranker or None,
-            generate=self.query_generator(cfg)))
+            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None,
+            generate=self.query_generator(cfg), explained=explained))
 
     def query_generator(self, cfg: RetrievalConfig) -> Any:
         """The LLM variant writer when ``cfg`` has LLM query variants and an LLM is configured."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from enum import Enum
 from functools import cache
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field, create_model, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, create_model
 
 from plugin.models import Verdict
 
@@ -105,13 +105,14 @@ class Statement(BaseModel):
 MAX_STATEMENTS = 3
 
 
-def _first(n: int):
-    """Extra items of a server that ignores the schema are cut, not refused."""
-    return BeforeValidator(lambda v: v[:n] if isinstance(v, list) else v)
+def bounded(item: type[BaseModel], n: int) -> Any:
+    """A list of 1..``n`` items, ``maxItems`` in the schema the server constrains with; the
+    extra items of a server that ignores the schema are cut, not refused."""
+    return Annotated[list[item], BeforeValidator(lambda v: v[:n] if isinstance(v, list) else v),
+                     Field(min_length=1, max_length=n)]
 
 
-Statements = Annotated[list[Statement], _first(MAX_STATEMENTS),
-                       Field(min_length=1, max_length=MAX_STATEMENTS)]
+Statements = bounded(Statement, MAX_STATEMENTS)
 
 
 class VerdictOut(BaseModel):
@@ -134,18 +135,10 @@ class SingleCallOut(BaseModel):
     """The single-call strategy: question–answer pairs from the passages, ratings, verdict and a
     cited justification in one answer."""
 
-    #: extra pairs of a server that ignores the schema are cut, not refused
-    max_pairs: ClassVar[int] = MAX_PAIRS
-
-    qa_pairs: list[QAItem] = Field(min_length=1, max_length=MAX_PAIRS)
+    qa_pairs: bounded(QAItem, MAX_PAIRS)
     label_scores: LabelScores
     verdict: VerdictLabel
     statements: Statements
-
-    @field_validator("qa_pairs", mode="before")
-    @classmethod
-    def _first_pairs(cls, v: Any) -> Any:
-        return v[:cls.max_pairs] if isinstance(v, list) else v
 
 
 @cache
@@ -162,7 +155,5 @@ def single_call_schema(max_pairs: int = MAX_PAIRS) -> type[SingleCallOut]:
         raise ValueError(f"max_pairs must be 1..{MAX_PAIRS}, not {max_pairs}")
     if max_pairs == MAX_PAIRS:
         return SingleCallOut
-    model = create_model(f"SingleCallOut{max_pairs}", __base__=SingleCallOut,
-                         qa_pairs=(list[QAItem], Field(min_length=1, max_length=max_pairs)))
-    model.max_pairs = max_pairs
-    return model
+    return create_model(f"SingleCallOut{max_pairs}", __base__=SingleCallOut,
+                        qa_pairs=(bounded(QAItem, max_pairs), ...))
