@@ -20,7 +20,8 @@ def cmd_init(args: argparse.Namespace, services: Services) -> int:
     index = services.ensure_factcheck_index()
     dump({"alias": spec.alias, "index": index, "embedding_model": spec.model,
           "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
-          "search_pipelines": services.install_search_pipelines()})
+          "search_pipelines": services.install_search_pipelines(),
+          "hosted_model": services.host_model()})
     return 0
 
 

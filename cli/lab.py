@@ -95,7 +95,8 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
         raise BadInput("--record takes one fusion path: --fusion client or server")
     result = by_fusion(args, services, configs, lambda s: evaluate(
         services.store, services.embedder, s, dataset, configs, mode=args.mode, use_dates=args.dates,
-        rerankers=rerankers, rebuild=args.rebuild, generate=generate))
+        rerankers=rerankers, rebuild=args.rebuild, generate=generate,
+        splits=args.split.split(",") if args.split else None))
     if args.record:
         from datetime import date
 
@@ -218,6 +219,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
     sp.add_argument("--mode", help="mono|cross|auto|both (default: both for datasets with crosslingual pairs, else mono)")
     sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...]: score only these query splits (CLEF-2020: dev,test)")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
     sp.add_argument("--record", action="store_true",
                     help="record the scores in the configuration file's last_scores "

@@ -47,6 +47,20 @@ class Settings(BaseSettings):
     #: onnxruntime intra-op threads for the ONNX embedder (default: the CPUs this process may
     #: use, at most 4). On a box shared with OpenSearch, 1 can give the lower match latency.
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
+    #: The ONNX graph inside the model folder, relative to it (e.g. ``onnx/model.onnx`` for fp32);
+    #: default: ``onnx/model_int8.onnx`` when there is one, else ``onnx/model.onnx``.
+    embedding_onnx_file: str | None = None
+    #: At ``factsieve init``, host the embedding model in the cluster's ML Commons (when it has the
+    #: plugin): the fact-check index then embeds documents other tools write (default ingest
+    #: pipeline) and the stored search template ``factsieve-match`` embeds text queries.
+    host_model: bool = True
+    #: How long ``factsieve init`` waits for the hosted model to register, deploy and answer.
+    host_model_timeout_s: float = Field(default=300.0, gt=0)
+    #: The retrieval configuration the stored template ``factsieve-match`` runs: one that fits
+    #: server-side fusion with one weight set in every mode (``plugin.search.template``).
+    template_config: str = "rrf"
+    #: The stored template's id (one per cluster and alias it serves; tests use their own).
+    search_template: str = Field(default="factsieve-match", pattern=r"^[A-Za-z0-9_.\-]{1,128}$")
     #: e5-style prefixes; set both to "" for models trained without them.
     query_prefix: str = "query: "
     passage_prefix: str = "passage: "

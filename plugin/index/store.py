@@ -227,6 +227,31 @@ class Store:
         self._call(f"put search pipeline {name}", self.client.transport.perform_request,
                    "PUT", f"/_search/pipeline/{name}", body=body)
 
+    def request(self, what: str, method: str, path: str, body: Any = None,
+                params: dict[str, Any] | None = None) -> Any:
+        """Any other REST call (ML Commons, ingest pipelines, stored scripts), through the same
+        error translation. ``body`` may be bytes, sent as they are (a model chunk: ML Commons
+        reads them whole under the client's JSON content type, the only kind OpenSearch admits)."""
+        return self._call(what, self.client.transport.perform_request, method, path,
+                          body=body, params=params)
+
+    def put_ingest_pipeline(self, name: str, body: dict[str, Any]) -> None:
+        self.request(f"put ingest pipeline {name}", "PUT", f"/_ingest/pipeline/{name}", body)
+
+    def put_search_template(self, name: str, source: str) -> None:
+        """A stored mustache search template (``_scripts/<name>``), its source as a string."""
+        self.request(f"put search template {name}", "PUT", f"/_scripts/{name}",
+                     {"script": {"lang": "mustache", "source": source}})
+
+    def put_index_settings(self, index: str, settings: dict[str, Any]) -> None:
+        self._call(f"put settings {index}", self.client.indices.put_settings, index=index,
+                   body={"index": settings})
+
+    def put_mapping(self, index: str, body: dict[str, Any]) -> None:
+        """Add fields to ``index``'s mapping, or replace its ``_meta`` whole (callers merge
+        with ``mapping_meta`` first)."""
+        self._call(f"put mapping {index}", self.client.indices.put_mapping, index=index, body=body)
+
     def msearch(self, index: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run several searches in one round trip; a failed sub-search raises, naming its reason."""
         lines: list[dict[str, Any]] = []

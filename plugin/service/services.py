@@ -169,6 +169,43 @@ class Services:
             self.store.put_search_pipeline(name, body)
         return sorted(wanted)
 
+    def host_model(self) -> dict[str, Any] | None:
+        """What tools that talk to OpenSearch directly need, set up by ``factsieve init``: the
+        embedding model registered in ML Commons, deployed and answering; the fact-check index's
+        default ingest pipeline, which embeds documents written without a vector as FactSieve's
+        own ingest would; the model recorded in the index ``_meta``; the stored search template
+        (``FACTSIEVE_SEARCH_TEMPLATE``, default ``factsieve-match``). Idempotent. ``None`` (nothing done) when the cluster has no ML
+        Commons or ``FACTSIEVE_HOST_MODEL`` is false; call ``install_search_pipelines`` first."""
+        from plugin.index.hosted import HostedModels, embed_pipeline_body, local_bundle
+        from plugin.search.template import MONO_MAPPING, match_template
+
+        models = HostedModels(self.store)
+        if not self.settings.host_model or not models.available():
+            return None
+        index = self.ensure_factcheck_index()
+        embedder = self.embedder
+        bundle, onnx_file = local_bundle(embedder, self.settings.cache_dir)
+        hosted = models.ensure(bundle, dimension=embedder.dim, onnx_file=onnx_file,
+                               timeout_s=self.settings.host_model_timeout_s,
+                               description=f"FactSieve embedding model {embedder.name} ({onnx_file})")
+        alias = self.settings.index
+        pipeline = f"{alias}-embed"
+        self.store.put_ingest_pipeline(pipeline, embed_pipeline_body(
+            hosted.model_id, passage_prefix=self.settings.passage_prefix,
+            description=f"FactSieve: embeds fact-checks written to {alias} without a vector, with "
+                        f"hosted model {hosted.model_id} ({embedder.name}, {onnx_file})"))
+        self.store.put_index_settings(index, {"default_pipeline": pipeline})
+        self.store.put_mapping(index, {"properties": MONO_MAPPING})  # indexes made before it
+        meta = self.store.mapping_meta(index)
+        meta.setdefault("factsieve", {})["hosted_model"] = {**hosted.to_dict(),
+                                                            "ingest_pipeline": pipeline}
+        self.store.put_mapping(index, {"_meta": meta})
+        config = self.config(self.settings.template_config)
+        self.store.put_search_template(self.settings.search_template, match_template(
+            config, model_id=hosted.model_id, query_prefix=self.settings.query_prefix))
+        return {**hosted.to_dict(), "index": index, "ingest_pipeline": pipeline,
+                "search_template": {"id": self.settings.search_template, "config": config.name}}
+
     def ensure_factcheck_index(self) -> str:
         """Templates installed and the fact-check alias present (once per process)."""
         from plugin.index.templates import ensure_index

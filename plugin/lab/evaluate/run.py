@@ -179,13 +179,19 @@ def query_split(dataset: Dataset, scored: Iterable[str], excluded: set[str]) -> 
 def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
-             rebuild: bool = False, generate: Any = None) -> dict[str, Any]:
+             rebuild: bool = False, generate: Any = None,
+             splits: Iterable[str] | None = None) -> dict[str, Any]:
     """The JSON the ``evaluate`` command prints: ``configs`` is ``{name: {mode: metrics}}`` for
     every configuration that ran, whatever the number of modes; ``skipped`` is ``{name: why}``
-    for those that could not (a reranker that is not there)."""
+    for those that could not (a reranker that is not there). ``splits``: score only queries of
+    these splits (``dev``, ``test``: the queries no trained model of ours saw, whether or not a
+    reranker is loaded in this run)."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
     excluded = training_queries({n: c for n, c in configs.items() if n in (rerankers or {})},
                                 settings, dataset)
+    if splits is not None:
+        wanted = set(splits)
+        excluded |= {str(q["id"]) for q in dataset.queries if q.get("split") not in wanted}
 
     def keep(qrels: dict[str, set[str]]) -> dict[str, set[str]]:
         return {q: rel for q, rel in qrels.items() if q not in excluded}
