@@ -122,7 +122,9 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     result = by_fusion(args, services, configs, lambda s: bench(
         services.store, services.embedder, s, dataset, configs, sizes=sizes,
         concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
-        mode=Mode.parse(args.mode)))
+        mode=Mode.parse(args.mode),
+        # once: with --fusion both, on the client run only
+        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion)))
     dump(result)
     return 0
 
@@ -236,6 +238,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--queries", type=int, default=200, help="queries for the latency run")
     sp.add_argument("--seconds", type=float, default=20.0, help="duration of the throughput run")
     sp.add_argument("--mode", default="auto")
+    sp.add_argument("--hosted", action="store_true",
+                    help="also the stored template factsieve-match over plain HTTP, and ingest docs/s "
+                         "embedded here vs by the hosted model's ingest pipeline (needs `factsieve init`)")
 
     help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries, here or on an "
              "accelerator box (needs factsieve[train])")

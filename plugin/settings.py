@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     host_model_timeout_s: float = Field(default=300.0, gt=0)
     #: The retrieval configuration the stored template ``factsieve-match`` runs: one that fits
     #: server-side fusion with one weight set in every mode (``plugin.search.template``).
-    template_config: str = "rrf"
+    template_config: str = "minmax"
     #: The stored template's id (one per cluster and alias it serves; tests use their own).
     search_template: str = Field(default="factsieve-match", pattern=r"^[A-Za-z0-9_.\-]{1,128}$")
     #: e5-style prefixes; set both to "" for models trained without them.

@@ -157,7 +157,10 @@ def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
 
 def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
           configs: dict[str, RetrievalConfig], *, sizes: list[int], concurrency: int,
-          n_queries: int, seconds: float, mode: Mode = Mode.AUTO) -> dict[str, Any]:
+          n_queries: int, seconds: float, mode: Mode = Mode.AUTO,
+          hosted: bool = False) -> dict[str, Any]:
+    """``hosted``: also the stored template over plain HTTP and ingest through the hosted model
+    (``plugin.lab.hosted_bench``), on the real corpus."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings)
     texts = [q["text"] for q in dataset.queries][:n_queries]
     # warm-up: model session, OpenSearch caches
@@ -186,7 +189,29 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
             matcher = Matcher(store, embedder, settings, alias=idx, config=cfg)
             entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode),
                                       "throughput": throughput(matcher, texts, mode, concurrency, seconds)}
+        if hosted and stats is None:
+            entry["template"] = _template_entry(store, settings, idx, texts, mode)
         entry["opensearch_memory"] = _opensearch_memory(store)
         out["corpora"][label] = entry
+    if hosted:
+        from plugin.lab.hosted_bench import ingest_rates
+
+        out["ingest_paths"] = ingest_rates(store, embedder, settings, dataset)
     out["client_max_rss_mb"] = round(_rss_mb(), 1)
     return out
+
+
+def _template_entry(store: Store, settings: Settings, alias: str, texts: list[str],
+                    mode: Mode) -> dict[str, Any]:
+    from plugin.errors import NotFound
+    from plugin.lab.hosted_bench import template_latency
+
+    try:
+        store.request("get search template", "GET", f"/_scripts/{settings.search_template}")
+        got = template_latency(settings.opensearch_url, alias, settings.search_template, texts[:10],
+                               mode=mode.value)  # warm-up
+        got = template_latency(settings.opensearch_url, alias, settings.search_template, texts,
+                               mode=mode.value)
+    except NotFound as exc:
+        return {"skipped": f"{exc} (the template is stored by `factsieve init` on a cluster with ML Commons)"}
+    return {"id": settings.search_template, "config": settings.template_config, "latency_ms": got}

@@ -40,13 +40,20 @@ def rrf_fuse(rankings: Mapping[str, Sequence[Hit]], weights: Mapping[str, float]
     return _finish(scores, contributions)
 
 
+#: neural-search's min-max score for a sub-query's lowest hit (``MIN_SCORE``), so that a
+#: document found by a sub-query never counts as not found by it
+MINMAX_FLOOR = 0.001
+
+
 def minmax_fuse(rankings: Mapping[str, Sequence[Hit]],
                 weights: Mapping[str, float] | None = None) -> list[Fused]:
     """Weighted sum of min-max normalised scores (the neural-search normalization processor's
     ``min_max`` + ``arithmetic_mean`` combination, before division by the weight total).
 
-    A query whose hits all share one score normalises them to 1.0. A document absent from a
-    query contributes 0 for it.
+    A query whose hits all share one score normalises them to 1.0; the lowest-scored hit of a
+    query gets ``MINMAX_FLOOR`` rather than 0, as neural-search 2.19 gives it (measured: it
+    kept the two paths' scores apart by 0.3 × 0.001 for a 0.3-weighted query's last hit). A
+    document absent from a query contributes 0 for it.
     """
     scores: dict[str, float] = {}
     contributions: dict[str, dict[str, Hit]] = {}
@@ -57,7 +64,7 @@ def minmax_fuse(rankings: Mapping[str, Sequence[Hit]],
         lo = min(h.score for h in hits)
         hi = max(h.score for h in hits)
         for hit in hits:
-            norm = 1.0 if hi == lo else (hit.score - lo) / (hi - lo)
+            norm = 1.0 if hi == lo else (hit.score - lo) / (hi - lo) or MINMAX_FLOOR
             scores[hit.id] = scores.get(hit.id, 0.0) + w * norm
             contributions.setdefault(hit.id, {})[name] = hit
     return _finish(scores, contributions)

@@ -26,7 +26,6 @@ from plugin.search.matcher import Matcher, MatchRequest
 from plugin.search.normalize import normalize_post
 from plugin.service.services import Services
 from tests.conftest import SAMPLES, _cleanup, ingest_files
-from tests.integration.test_fusion_contract import same_up_to_ties
 
 pytestmark = pytest.mark.integration
 
@@ -59,6 +58,37 @@ def hosted(store, settings):
     store.request("delete pipeline", "DELETE", f"/_ingest/pipeline/{alias}-embed")
 
 
+def same_up_to_near_ties(got, want, tol=1e-4):
+    """Scores within ``tol`` position by position, and the same documents in every run of
+    near-tied scores but the last (which the top-k cut may split differently). The template's
+    query vector comes from ML Commons' onnxruntime (fp32: cosine ~1 - 1e-7 to ours), and
+    min-max normalisation turns that into score differences of a few 1e-6."""
+    if len(got) != len(want) or any(abs(g[1] - w[1]) > tol for g, w in zip(got, want)):
+        return False
+    runs: list[list[str]] = []
+    last = None
+    for doc, score in want:
+        if last is not None and abs(last - score) <= tol:
+            runs[-1].append(doc)
+        else:
+            runs.append([doc])
+        last = score
+    start = 0
+    for k, run in enumerate(runs):
+        if k < len(runs) - 1 and {d for d, _ in got[start:start + len(run)]} != set(run):
+            return False
+        start += len(run)
+    return True
+
+
+def test_near_ties_are_read_as_ties():
+    want = [("a", 0.9), ("b", 0.5), ("c", 0.49999), ("d", 0.1)]
+    assert same_up_to_near_ties([("a", 0.9), ("c", 0.5), ("b", 0.5), ("d", 0.1)], want)
+    assert not same_up_to_near_ties([("b", 0.9), ("a", 0.9), ("c", 0.5), ("d", 0.1)], want)
+    assert not same_up_to_near_ties([("a", 0.9), ("b", 0.4), ("c", 0.5), ("d", 0.1)], want)
+    assert same_up_to_near_ties([("a", 0.9), ("b", 0.5), ("c", 0.5), ("e", 0.1)], want)
+
+
 def template_ranking(services, params):
     resp = services.store.request("search template", "POST",
                                   f"/{services.settings.index}/_search/template",
@@ -76,7 +106,7 @@ def match_ranking(services, text, **req):
 
 def test_init_records_the_hosted_model(hosted, store):
     services, info = hosted
-    assert info["onnx_file"] == "model.onnx" and info["search_template"]["config"] == "rrf"
+    assert info["onnx_file"] == "model.onnx" and info["search_template"]["config"] == "minmax"
     meta = store.mapping_meta(info["index"])["factsieve"]
     assert meta["hosted_model"]["model_id"] == info["model_id"]
     settings = store.client.indices.get_settings(index=info["index"])[info["index"]]["settings"]
@@ -105,7 +135,7 @@ def test_template_ranks_as_factsieve_match(hosted, mode, lang, dates):
             req["within_days"] = dates["within_days"]
         want = match_ranking(services, post, **req)
         got = template_ranking(services, params)
-        assert want and same_up_to_ties(got, want), (post, mode, lang, dates, got, want)
+        assert want and same_up_to_near_ties(got, want), (post, mode, lang, dates, got, want)
 
 
 def test_documents_written_without_a_vector_get_factsieves(hosted, store):
