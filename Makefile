@@ -44,7 +44,7 @@ $(TORCH_STAMP): $(STAMP)
 install-torch: $(TORCH_STAMP)
 
 test-torch: install-torch model
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_torch_backends.py
+	$(PY) -m pytest -q -p no:cacheprovider -m torch
 
 up: install
 	scripts/services.sh up
@@ -66,11 +66,12 @@ wordnet:
 demo: install up model
 	$(FS) demo
 
+# the torch-marked tests need the torch extra: `make test-torch` installs it and runs them
 test: install up model wordnet
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -m "not torch"
 
 unit: install wordnet
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not model"
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not model and not torch"
 
 clean-cache:
 	rm -rf .cache

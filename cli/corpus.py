@@ -75,7 +75,11 @@ def cmd_index_new_version(args: argparse.Namespace, services: Services) -> int:
     from plugin.index.templates import create_version
 
     name = create_version(services.store, services.index_spec(), point_alias=args.switch)
-    dump({"alias": services.settings.index, "created": name, "alias_switched": bool(args.switch)})
+    out: dict[str, Any] = {"alias": services.settings.index, "created": name,
+                           "alias_switched": bool(args.switch)}
+    if args.switch:  # the alias's index gets the embedding pipeline, _meta and template
+        out["hosted_model"] = services.host_model()
+    dump(out)
     return 0
 
 
@@ -85,7 +89,9 @@ def cmd_index_switch(args: argparse.Namespace, services: Services) -> int:
     if not services.store.index_exists(args.target):
         raise BadInput(f"no index named {args.target!r}")
     switch_alias(services.store, services.settings.index, args.target)
-    dump({"alias": services.settings.index, "index": args.target})
+    # the index behind the alias now is the one whose writes the hosted model must embed
+    dump({"alias": services.settings.index, "index": args.target,
+          "hosted_model": services.host_model()})
     return 0
 
 

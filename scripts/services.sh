@@ -112,6 +112,16 @@ install_plugins() {  # install_plugins OS_HOME
     install_plugin "$home" opensearch-job-scheduler org.opensearch.plugin:opensearch-job-scheduler
     install_plugin "$home" opensearch-ml org.opensearch.plugin:opensearch-ml-plugin
     fetch_libtorch
+  else
+    # an installed plugin always loads: leaving ML Commons out means removing it (the zips stay
+    # in the download cache, so turning it back on costs no download)
+    local p
+    for p in opensearch-ml opensearch-job-scheduler; do
+      if [ -d "$home/plugins/$p" ]; then
+        log "FACTSIEVE_OS_ML=0: removing $p"
+        JAVA_HOME="$(find_java17)" "$home/bin/opensearch-plugin" remove "$p" >&2
+      fi
+    done
   fi
 }
 
@@ -186,12 +196,14 @@ fetch_opensearch() {
   rm -rf "$OS_HOME" && mv "$inner" "$OS_HOME" && rm -rf "$OS_HOME.tmp"
 }
 
-# A node this script started before a plugin was added is restarted once to load it.
+# A node this script started before a plugin was added (or while one was wanted that no longer
+# is) is restarted once to load the set asked for.
 os_lacks_plugins() {
   local have
   have="$(curl -fs --max-time 5 "$OS_URL/_cat/plugins?h=component" 2>/dev/null || true)"
   { [ "$OS_NEURAL" != 0 ] && ! grep -q '^opensearch-neural-search' <<<"$have"; } \
     || { [ "$OS_ML" != 0 ] && ! grep -q '^opensearch-ml' <<<"$have"; } \
+    || { [ "$OS_ML" = 0 ] && grep -q '^opensearch-ml' <<<"$have"; } \
     || ! curl -fs --max-time 5 "$OS_URL/_nodes/_local/plugins?filter_path=nodes.*.modules.name" 2>/dev/null \
          | grep -q '"ingest-common".*"lang-mustache"\|"lang-mustache".*"ingest-common"'
 }
@@ -199,7 +211,7 @@ os_lacks_plugins() {
 opensearch_up() {
   if os_healthy; then
     if os_lacks_plugins && [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
-      log "OpenSearch at $OS_URL lacks a plugin FactSieve uses: installing it and restarting the node"
+      log "OpenSearch at $OS_URL has not the plugins asked for: installing/removing and restarting the node"
       opensearch_down  # fetch_opensearch below installs what is missing
     else
       log "OpenSearch already running at $OS_URL"; return

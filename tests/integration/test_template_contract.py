@@ -53,6 +53,8 @@ def hosted(store, settings):
     services.install_search_pipelines([services.config(s.template_config)])
     info = services.host_model()
     yield services, info
+    # the fp32 model stays registered (the next run reuses it) but gives its memory back
+    store.request("undeploy model", "POST", f"/_plugins/_ml/models/{info['model_id']}/_undeploy")
     store.request("delete template", "DELETE", f"/_scripts/{s.search_template}")
     _cleanup(store, alias)
     store.request("delete pipeline", "DELETE", f"/_ingest/pipeline/{alias}-embed")

@@ -3,8 +3,8 @@
 the reranker module) on a tiny random ``BertForSequenceClassification`` folder.
 
 Both run only where torch and sentence-transformers are installed (``pip install
-'factsieve[torch]'``); without them every test here is skipped, so a suite without the extra stays
-green. An installed but broken torch is not skipped: it fails. Tests that need the built e5 folder
+'factsieve[torch]'``, what ``make test-torch`` does and runs them with); marked ``torch``, they are
+left out of ``make test``, and skipped wherever the extra is missing. An installed but broken torch is not skipped: it fails. Tests that need the built e5 folder
 are marked ``model``. The tiny cross-encoder is random: its scores mean nothing; the tests check
 that the torch path computes what the ONNX path and a numpy forward pass compute, in input
 order, whatever the batching, with the same truncation.
@@ -30,9 +30,9 @@ from tests.tiny_cross_encoder import (TINY_CE, numpy_logit, random_cross_encoder
 _MISSING = [name for name in ("torch", "sentence_transformers")
             if importlib.util.find_spec(name) is None]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.torch, pytest.mark.skipif(
     bool(_MISSING),
-    reason=f"{' and '.join(_MISSING)} not installed: pip install 'factsieve[torch]'")
+    reason=f"{' and '.join(_MISSING)} not installed: pip install 'factsieve[torch]'")]
 
 QUERY = "w1 w2 w3"
 PASSAGES = ["w4 w5", "w6", "w7 w8 w9 w10 w11 w12", "w13 w14 w15", "w1 w2", "w16 w17 w18 w19",
