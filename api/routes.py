@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
 from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest, UnsupportedContentType
-from plugin.ingest import Format, ingest, parse_bytes, preflight
+from plugin.ingest import Format, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
 from plugin.search.matcher import MatchRequest
@@ -214,9 +214,7 @@ def ingest_factchecks() -> Response:
                                                   "bytes": len(data)}, body=text)
         enqueue(JobKind.INGEST, job["id"])
         return accepted(job)
-    svc.ensure_factcheck_index()
-    report = ingest(parse_bytes(data, fmt, "body"), store=svc.store, embedder=svc.embedder,
-                    index=svc.settings.index, batch_size=svc.settings.embedding_batch_size)
+    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"))
     preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 

@@ -26,20 +26,18 @@ def cmd_init(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, services: Services) -> int:
-    from plugin.ingest import Format, ingest, read_records
+    from plugin.ingest import Format, read_records
 
     fmt = Format.parse(args.format)
     services.ensure_factcheck_index()
-    settings = services.settings
     bar = None
     if sys.stderr.isatty() and not args.quiet:
         from tqdm import tqdm
 
         bar = tqdm(unit="doc", desc="ingest", file=sys.stderr)
     try:
-        report = ingest(read_records(args.paths, fmt), store=services.store, embedder=services.embedder,
-                        index=settings.index, batch_size=args.batch_size or settings.embedding_batch_size,
-                        progress=bar.update if bar else None)
+        report = services.ingest_factchecks(read_records(args.paths, fmt), batch_size=args.batch_size,
+                                            progress=bar.update if bar else None)
     finally:
         if bar:
             bar.close()

@@ -115,7 +115,6 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.evaluate.run import load_dataset
     from plugin.models import Mode
 
-    settings = services.settings
     configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
     sizes = [int(x) for x in args.docs.split(",")] if args.docs else []

@@ -31,13 +31,12 @@ def cmd_match(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, services: Services) -> int:
-    from plugin.ingest import Format, ingest, read_records
+    from plugin.ingest import Format, read_records
 
     settings = services.settings
     services.ensure_factcheck_index()
     files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl"]
-    report = ingest(read_records(files, Format.jsonl), store=services.store, embedder=services.embedder,
-                    index=settings.index)
+    report = services.ingest_factchecks(read_records(files, Format.jsonl))
     print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
           f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
     matcher = services.matcher()

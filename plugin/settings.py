@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     #: plugin): the fact-check index then embeds documents other tools write (default ingest
     #: pipeline) and the stored search template ``factsieve-match`` embeds text queries.
     host_model: bool = True
+    #: Where FactSieve's own ingest computes vectors: ``client`` (here), ``hosted`` (the index's
+    #: default ingest pipeline, the hosted model) or ``auto`` (hosted when the index has the
+    #: configured model hosted; ``Services.ingest_embeds_here``).
+    ingest_embedding: str = Field(default="auto", pattern=r"^(auto|client|hosted)$")
     #: How long ``factsieve init`` waits for the hosted model to register, deploy and answer.
     host_model_timeout_s: float = Field(default=300.0, gt=0)
     #: The retrieval configuration the stored template ``factsieve-match`` runs: one that fits

@@ -14,7 +14,7 @@
 # libtorch from a host that is not always reachable; the same native libraries come from Maven
 # Central (ai.djl.pytorch:pytorch-native-cpu + pytorch-jni), unpacked into one folder that the node
 # is pointed at. The JNI library is built for DJL 0.32.0, the plugin uses 0.31.1: the whole test
-# suite runs under it. FACTSIEVE_OS_ML=0 leaves ML Commons out (~1.3 GB more node memory with the
+# suite runs under it. FACTSIEVE_OS_ML=0 leaves ML Commons out (~0.65 GB more node memory with the
 # model deployed; FactSieve then embeds client-side only, and the stored template is not installed).
 #
 # The LLM for verification is llama.cpp's OpenAI-compatible server (PyPI xllamacpp) serving

@@ -206,11 +206,18 @@ class HostedModels:
         return [r["output"][0]["data"] for r in got["inference_results"]]
 
     def wait_ready(self, model_id: str, *, timeout_s: float) -> float:
-        """Seconds until the model answers a prediction (DEPLOYED is not enough after a restart)."""
+        """Seconds until the model answers a prediction (DEPLOYED is not enough after a restart).
+        The client's warning per refused poll is expected here, so it is held back."""
         t0 = self.clock()
+        client_log = logging.getLogger("opensearch")
+        level = client_log.level
         while True:
             try:
-                self.predict(model_id, ["query: ready?"])
+                client_log.setLevel(logging.ERROR)
+                try:
+                    self.predict(model_id, ["query: ready?"])
+                finally:
+                    client_log.setLevel(level)
                 return self.clock() - t0
             except (BadInput, BackendError, BackendUnavailable) as exc:
                 if self.clock() - t0 > timeout_s:

@@ -7,6 +7,7 @@ duplicating them.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,6 +22,8 @@ from plugin.models import FactCheck
 from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.store import Store
 from plugin.ingest.formats import RawRecord
+
+log = logging.getLogger(__name__)
 
 #: Reported rejects are capped so that a wholly bad 1M-line file cannot exhaust memory; the
 #: ``rejected`` count stays exact.
@@ -81,7 +84,9 @@ def embed_factchecks(embedder: Embedder, factchecks: list[FactCheck]) -> np.ndar
     return (out / np.where(norms == 0, 1, norms)).astype("float32")
 
 
-def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
+def to_document(fc: FactCheck, vector: Any | None, now: str) -> dict[str, Any]:
+    """The indexed document; without a ``vector`` it is left to the index's default ingest
+    pipeline (the hosted model, ``plugin.index.hosted``) to embed."""
     doc = fc.to_source()
     if fc.lang in ANALYZED_LANGS:
         doc["claim_i18n"] = {fc.lang: fc.claim}
@@ -89,7 +94,8 @@ def to_document(fc: FactCheck, vector: Any, now: str) -> dict[str, Any]:
             doc["title_i18n"] = {fc.lang: fc.title}
     if fc.extra:
         doc["extra"] = fc.extra
-    doc["embedding"] = [float(x) for x in vector]
+    if vector is not None:
+        doc["embedding"] = [float(x) for x in vector]
     doc["ingested_at"] = now
     return doc
 
@@ -130,37 +136,63 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, index: str,
            batch_size: int = 64, refresh: bool = True,
-           progress: Callable[[int], None] | None = None) -> IngestReport:
+           progress: Callable[[int], None] | None = None, embed_here: bool = True) -> IngestReport:
     """Ingest parsed records into ``index`` (an alias); returns the per-record report.
 
-    The caller checks the embedding model against the index first (``templates.check_model``).
+    ``embed_here=False``: documents go without a vector, for the index's default ingest pipeline
+    to embed with the hosted model (``Services.ingest_embeds_here`` decides). A document the
+    pipeline fails on (the model not answering yet after a node restart) is embedded here and
+    sent again, so nothing is lost to it. The caller checks the embedding model against the
+    index first (``templates.check_model``).
     """
     report = IngestReport()
     now = datetime.now(timezone.utc).isoformat()
     refs: dict[str, str] = {}
+    waiting: dict[str, FactCheck] = {}  # sent without a vector, no answer yet
+    retry: list[FactCheck] = []
 
     def actions() -> Iterator[dict[str, Any]]:
         for batch in _batches(validate(records, report), batch_size):
-            vectors = embed_factchecks(embedder, [fc for _, fc in batch])
+            if embed_here:
+                vectors: Any = embed_factchecks(embedder, [fc for _, fc in batch])
+            else:
+                vectors = [None] * len(batch)
             for (ref, fc), vec in zip(batch, vectors):
                 refs[fc.id] = ref
-                yield {"_op_type": "index", "_index": index, "_id": fc.id,
-                       "_source": to_document(fc, vec, now)}
+                if vec is None:
+                    waiting[fc.id] = fc
+                yield _action(index, fc, vec, now)
 
-    for ok, info in store.bulk(actions(), chunk_size=max(batch_size, 100)):
-        item = info.get("index", {})
-        doc_id = str(item.get("_id"))
-        if ok and item.get("result") == "created":
-            report.indexed += 1
-        elif ok:
-            report.updated += 1
-        else:
-            err = item.get("error", {})
-            reason = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
-            report.reject(refs.get(doc_id, doc_id), f"OpenSearch rejected id {doc_id}: {reason}")
-        refs.pop(doc_id, None)
-        if progress:
-            progress(1)
+    def record(results: Iterable[tuple[bool, dict[str, Any]]], *, second: bool) -> None:
+        for ok, info in results:
+            item = info.get("index", {})
+            doc_id = str(item.get("_id"))
+            fc = waiting.pop(doc_id, None)
+            if ok and item.get("result") == "created":
+                report.indexed += 1
+            elif ok:
+                report.updated += 1
+            elif fc is not None and not second:
+                retry.append(fc)
+                continue
+            else:
+                err = item.get("error", {})
+                reason = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
+                report.reject(refs.get(doc_id, doc_id), f"OpenSearch rejected id {doc_id}: {reason}")
+            refs.pop(doc_id, None)
+            if progress:
+                progress(1)
+
+    record(store.bulk(actions(), chunk_size=max(batch_size, 100)), second=False)
+    if retry:
+        log.warning("the ingest pipeline failed on %d documents; embedding them here", len(retry))
+        vectors = embed_factchecks(embedder, retry)
+        again = (_action(index, fc, vec, now) for fc, vec in zip(retry, vectors))
+        record(store.bulk(again, chunk_size=max(batch_size, 100)), second=True)
     if refresh:
         store.refresh(index)
     return report
+
+
+def _action(index: str, fc: FactCheck, vector: Any | None, now: str) -> dict[str, Any]:
+    return {"_op_type": "index", "_index": index, "_id": fc.id, "_source": to_document(fc, vector, now)}

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from plugin.ingest import Format, ingest, parse_bytes
+from plugin.ingest import Format, parse_bytes
 from plugin.search.matcher import MatchRequest
 from plugin.models import Mode
 from plugin.service.services import Services
@@ -81,12 +81,9 @@ def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
 
 def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
-    services.ensure_factcheck_index()
     data = services.jobs.body(job["id"]).encode("utf-8")
     records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
-    report = ingest(records, store=services.store, embedder=services.embedder,
-                    index=services.settings.index, batch_size=services.settings.embedding_batch_size)
-    return report.to_dict()
+    return services.ingest_factchecks(records).to_dict()
 
 
 def run_post(services: Services, job: dict[str, Any],

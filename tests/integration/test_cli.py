@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from plugin.errors import NotFound
+
 from cli.main import main
 from tests.integration.conftest import LOCAL_LLM
 from tests.conftest import FIXTURES, SAMPLES
@@ -12,10 +14,18 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def cli_alias(make_alias, monkeypatch):
+def cli_alias(make_alias, monkeypatch, store):
+    """A fresh alias, with its own search template id: `init` must not replace the cluster's
+    factsieve-match. What `init` hosts for it (ingest pipeline, template) goes with it."""
     alias = make_alias()
     monkeypatch.setenv("FACTSIEVE_INDEX", alias)
-    return alias
+    monkeypatch.setenv("FACTSIEVE_SEARCH_TEMPLATE", f"{alias}-match")
+    yield alias
+    for path in (f"/_scripts/{alias}-match", f"/_ingest/pipeline/{alias}-embed"):
+        try:
+            store.request("cleanup", "DELETE", path)
+        except NotFound:
+            pass
 
 
 def run(capsys, *argv):
@@ -147,6 +157,26 @@ def test_evaluate_unknown_config_and_missing_dataset(capsys, tmp_path):
     assert code == 2 and "unknown configuration" in err
     code, _, err = run(capsys, "evaluate", "--dataset", str(tmp_path))
     assert code == 2 and "factchecks.jsonl" in err
+
+
+def test_init_hosts_the_model_and_bench_measures_the_hosted_path(capsys, cli_alias, embedder, dataset_copy):
+    """On a cluster with ML Commons (`make up`), `init` hosts the model and stores the template;
+    `bench --hosted` then times the template over plain HTTP and both ingest paths."""
+    code, out, _ = run(capsys, "init")
+    hosted = json.loads(out)["hosted_model"]
+    if os.environ.get("FACTSIEVE_OS_ML") == "0":
+        assert hosted is None
+        return
+    assert hosted["onnx_file"] == "model_int8.onnx" and hosted["search_template"]["id"] == f"{cli_alias}-match"
+    code, out, _ = run(capsys, "bench", "--dataset", str(dataset_copy), "--config", "minmax", "--hosted",
+                       "--queries", "5", "--seconds", "0.5", "--concurrency", "1")
+    assert code == 0
+    result = json.loads(out)
+    corpus = next(iter(result["corpora"].values()))
+    assert corpus["template"]["latency_ms"]["p50"] > 0 and corpus["template"]["latency_ms"]["mean_hits"] == 10
+    paths = result["ingest_paths"]
+    assert paths["client"]["rejected"] == 0 and paths["pipeline"]["rejected"] == 0
+    assert paths["client"]["docs_per_s"] > 0 and paths["pipeline"]["docs_per_s"] > 0
 
 
 def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):

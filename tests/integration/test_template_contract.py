@@ -20,6 +20,7 @@ import pytest
 
 from plugin.embedding import load_embedder
 from plugin.index.hosted import ML_PLUGIN
+from plugin.ingest.formats import RawRecord
 from plugin.ingest.pipeline import embed_factchecks
 from plugin.models import FactCheck, Mode
 from plugin.search.matcher import Matcher, MatchRequest
@@ -170,3 +171,36 @@ def test_documents_with_a_vector_keep_it(hosted, store):
     got = store.search(alias, {"query": {"ids": {"values": ["ext-2"]}},
                                "script_fields": {"v": {"script": "doc['embedding'].getValue()"}}})
     assert got["hits"]["hits"][0]["fields"]["v"][0] == pytest.approx(vector)
+
+
+def test_factsieve_ingest_leaves_vectors_to_the_hosted_model(hosted, store):
+    """``FACTSIEVE_INGEST_EMBEDDING=auto`` on an index with the model hosted: FactSieve's own
+    ingest sends no vector and the pipeline computes the one it would have."""
+    services, _ = hosted
+    assert services.ingest_embeds_here() is False
+    doc = {"id": "own-1", "claim": "Bananas cure malaria", "title": "No, bananas do not cure malaria",
+           "lang": "en", "url": "https://example.org/own-1"}
+    report = services.ingest_factchecks([RawRecord(ref="r1", data=doc)])
+    assert report.to_dict() == {"indexed": 1, "updated": 0, "rejected": 0, "rejects": []}
+    vector = np.array(vector_of(store, services.settings.index, "own-1"))
+    want = embed_factchecks(services.embedder, [FactCheck.model_validate(doc)])[0]
+    assert float(vector @ want) > 0.99999
+
+
+def test_ingest_embeds_here_what_the_pipeline_fails_on(hosted, store):
+    """Runs last: with the model undeployed the pipeline fails every document; each is embedded
+    here and sent again, so nothing is lost and nothing is reported rejected."""
+    services, info = hosted
+    store.request("undeploy", "POST", f"/_plugins/_ml/models/{info['model_id']}/_undeploy")
+    doc = {"id": "own-2", "claim": "Garlic prevents covid", "lang": "en", "url": "https://example.org/own-2"}
+    report = services.ingest_factchecks([RawRecord(ref="r2", data=doc)])
+    assert report.to_dict() == {"indexed": 1, "updated": 0, "rejected": 0, "rejects": []}
+    vector = np.array(vector_of(store, services.settings.index, "own-2"))
+    want = embed_factchecks(services.embedder, [FactCheck.model_validate(doc)])[0]
+    assert float(vector @ want) == pytest.approx(1.0, abs=1e-6)
+
+
+def vector_of(store, alias, doc_id):
+    got = store.search(alias, {"query": {"ids": {"values": [doc_id]}},
+                               "script_fields": {"v": {"script": "doc['embedding'].getValue()"}}})
+    return got["hits"]["hits"][0]["fields"]["v"][0]
