@@ -4,8 +4,10 @@ pydantic model, calls ``plugin`` and answers JSON. Slow work goes to the workers
 """
 from __future__ import annotations
 
+
 import functools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +15,8 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
-from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest, UnsupportedContentType
+from plugin.errors import (BadInput, FactSieveError, Forbidden, InvalidRequest, NotFound,
+                           UnsupportedContentType)
 from plugin.ingest import Format, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
@@ -340,16 +343,26 @@ def list_webhooks() -> Response:
                                          for w in services().webhooks.list()]))
 
 
+#: What ``WebhookStore.create`` makes: an id in a URL is checked before it names a Redis key.
+WEBHOOK_ID = re.compile(r"whk_[0-9a-f]{16}")
+
+
+def webhook_id_checked(webhook_id: str) -> str:
+    if not WEBHOOK_ID.fullmatch(webhook_id):
+        raise NotFound(f"no webhook subscription with id {webhook_id[:80]!r}")
+    return webhook_id
+
+
 @route("GET", "/v1/webhooks/<webhook_id>", summary="One webhook subscription", tag="webhooks",
        response=s.WebhookOut)
 def get_webhook(webhook_id: str) -> Response:
-    return reply(s.WebhookOut.model_validate(services().webhooks.get(webhook_id)))
+    return reply(s.WebhookOut.model_validate(services().webhooks.get(webhook_id_checked(webhook_id))))
 
 
 @route("DELETE", "/v1/webhooks/<webhook_id>", summary="Delete a webhook subscription",
        tag="webhooks", scope=Scope.WRITE, status=204)
 def delete_webhook(webhook_id: str) -> Response:
-    services().webhooks.delete(webhook_id)
+    services().webhooks.delete(webhook_id_checked(webhook_id))
     return no_content()
 
 
@@ -361,6 +374,6 @@ def list_deliveries(webhook_id: str) -> Response:
     raw = request.args.get("limit", "50")
     if not raw.isdigit() or not 1 <= int(raw) <= 500:
         raise BadInput(f"limit must be an integer from 1 to 500, got {raw!r}")
-    log = services().webhooks.deliveries(webhook_id, int(raw))
+    log = services().webhooks.deliveries(webhook_id_checked(webhook_id), int(raw))
     return reply(s.DeliveryList(deliveries=[s.DeliveryOut.model_validate(d) for d in log]))
 

@@ -129,7 +129,10 @@ def _parse_date(value: Any) -> date | None:
     if isinstance(value, bool):
         raise ValueError(f"not a date: {value!r}")
     if isinstance(value, (int, float)):  # unix seconds, as MultiClaim uses
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).date()
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc).date()
+        except (OverflowError, OSError, ValueError):  # 1e300, 1e18, inf, nan: no calendar date
+            raise ValueError(f"not a date: {value!r} seconds is out of range") from None
     text = str(value).strip()
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).date()

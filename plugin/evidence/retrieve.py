@@ -34,7 +34,7 @@ from plugin.models import Fused
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.lang import detect_language
 from plugin.search.matcher import MatchRequest
-from plugin.search.queries import knn_query, read_candidates, sources_by_id, text_fields
+from plugin.search.queries import bm25_text, knn_query, read_candidates, sources_by_id, text_fields
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
@@ -130,7 +130,7 @@ def passage_fields(lang: str | None) -> list[str]:
 def bm25_body(text: str, *, lang: str | None, filters: dict[str, Any] | None,
               size: int) -> dict[str, Any]:
     query: dict[str, Any] = {"bool": {"must": [{"multi_match": {
-        "query": text, "fields": passage_fields(lang), "type": "most_fields"}}]}}
+        "query": bm25_text(text), "fields": passage_fields(lang), "type": "most_fields"}}]}}
     if filters:
         query["bool"]["filter"] = [filters]
     return {"size": size, **_LEAN, "docvalue_fields": list(CANDIDATE_FIELDS), "query": query}

@@ -109,6 +109,9 @@ def to_factcheck(raw: RawRecord) -> FactCheck | str:
         return FactCheck.model_validate(raw.data)
     except ValidationError as exc:
         return validation_reason(exc)
+    except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:
+        # a validator that raised outside pydantic's net is still this record's problem only
+        return f"invalid record: {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def validate(records: Iterable[RawRecord], report: IngestReport) -> Iterator[tuple[str, FactCheck]]:

@@ -55,7 +55,9 @@ def lang_clause(langs: Sequence[str]) -> dict[str, Any]:
 def date_clause(before: date, within_days: int | None = None) -> dict[str, Any]:
     rng: dict[str, Any] = {"lte": before.isoformat()}
     if within_days is not None:
-        rng["gte"] = (before - timedelta(days=within_days)).isoformat()
+        # a window reaching before year 1 starts at year 1 (date arithmetic would overflow)
+        start = before - timedelta(days=min(within_days, before.toordinal() - 1))
+        rng["gte"] = start.isoformat()
         # a window asks for dated fact-checks only
         return {"range": {"published_at": rng}}
     return {"bool": {"should": [{"range": {"published_at": rng}},
@@ -100,10 +102,22 @@ def text_fields(lang: str | None) -> list[str]:
     return fields
 
 
+#: Words of a post the BM25 query uses. Each word becomes a clause per field, and Lucene refuses
+#: a query of more than 1,024 clauses (a 20,000-character post of distinct words gave a 502);
+#: the dense half reads only the first 256 tokens anyway. Posts and claims are far shorter.
+BM25_MAX_WORDS = 200
+
+
+def bm25_text(text: str) -> str:
+    """The first ``BM25_MAX_WORDS`` words of ``text``: what every BM25 query of ours searches."""
+    words = text.split()
+    return " ".join(words[:BM25_MAX_WORDS]) if len(words) > BM25_MAX_WORDS else text
+
+
 def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
                size: int) -> dict[str, Any]:
     """BM25 over claim and title (``most_fields``: each analysed variant adds evidence)."""
-    match = {"multi_match": {"query": text, "fields": text_fields(lang), "type": "most_fields"}}
+    match = {"multi_match": {"query": bm25_text(text), "fields": text_fields(lang), "type": "most_fields"}}
     query: dict[str, Any] = {"bool": {"must": [match]}}
     if filters:
         query["bool"]["filter"] = [filters]

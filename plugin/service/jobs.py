@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -48,6 +49,10 @@ def new_job_id() -> str:
     return "job_" + secrets.token_hex(12)
 
 
+#: What ``new_job_id`` and ``post_job_id`` make, and so all a job id can be.
+JOB_ID = re.compile(r"(job|post)_[0-9a-f]{24}")
+
+
 def post_job_id(post_id: str) -> str:
     """Deterministic, so resubmitting a post finds its job instead of making another."""
     return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
@@ -85,6 +90,9 @@ class JobStore:
 
     # -- Redis ---------------------------------------------------------------------------------
     def _key(self, job_id: str) -> str:
+        # every id that reaches a Redis key is one we made: "job_x:body" must not read a body
+        if not JOB_ID.fullmatch(job_id):
+            raise NotFound(f"no job with id {job_id[:80]!r}")
         return self.kv.key("job", job_id)
 
     def _write(self, job: dict[str, Any], *, nx: bool = False) -> bool:

@@ -321,3 +321,47 @@ def test_redis_unreachable_is_503(api_settings, store, embedder, write_key):
     assert resp.status_code == 503 and resp.headers["Retry-After"]
     detail = problem_of(resp)["detail"]
     assert "Redis" in detail and "hunter2" not in detail
+
+
+# -- bad input that once reached a 5xx (issue 11, point 4) -----------------------------------------
+def test_a_record_with_an_absurd_date_is_rejected_alone(fc_client, auth):
+    rows = [{"claim": f"claim {i}", "url": f"https://example.org/{i}", "published_at": v}
+            for i, v in enumerate([1e300, 1e18, "Infinity", -1e300])]
+    rows.append({"claim": "a good claim", "url": "https://example.org/good"})
+    resp = fc_client.post("/v1/fact-checks", json=rows, headers=auth)
+    body = resp.get_json()
+    assert resp.status_code == 200 and body["indexed"] + body["updated"] == 1 and body["rejected"] == 4
+    assert all("published_at" in r["reason"] for r in body["rejects"])
+
+
+def test_window_before_year_one_and_huge_posts_answer(client, auth, api_corpus):
+    resp = client.post("/v1/match", json={"text": "vaccines alter dna", "date": "0001-01-01",
+                                          "within_days": 3650}, headers=auth)
+    assert resp.status_code == 200 and resp.get_json()["matches"] == []
+    words = " ".join(f"w{i}x" for i in range(4000))[:20000]  # distinct words: 1,024+ clauses once
+    resp = client.post("/v1/match", json={"text": words}, headers=auth)
+    assert resp.status_code in (200, 400, 413, 422), resp.data
+
+
+def test_ids_are_checked_before_they_name_a_redis_key(client, auth):
+    job_id = "job_" + "0" * 24  # the shape of a real one
+    for bad in (f"{job_id}:body", "job_x:body", "x" * 300, "job_" + "g" * 24):
+        resp = client.get(f"/v1/jobs/{bad}", headers=auth)
+        assert resp.status_code == 404 and problem_of(resp), bad
+    for bad in ("webhook-ids", "whk_1:deliveries", "whk_" + "z" * 16):
+        for path in (f"/v1/webhooks/{bad}", f"/v1/webhooks/{bad}/deliveries"):
+            resp = client.get(path, headers=auth)
+            assert resp.status_code == 404 and problem_of(resp), path
+        assert client.delete(f"/v1/webhooks/{bad}", headers=auth).status_code == 404
+
+
+def test_bodies_too_many_records_or_columns_are_4xx_at_once(fc_client, auth):
+    body = ("[" + ",".join(["{}"] * 600_000) + "]").encode()
+    resp = fc_client.post("/v1/fact-checks", data=body, headers={**auth, "Content-Type": "application/json"})
+    assert resp.status_code == 400 and "split it" in problem_of(resp)["detail"]
+    wide = (",".join(f"c{i}" for i in range(50_000)) + "\n" + ",".join("x" * 1 for _ in range(50_000))).encode()
+    resp = fc_client.post("/v1/fact-checks", data=wide, headers={**auth, "Content-Type": "text/csv"})
+    assert resp.status_code == 422 and "columns" in json.dumps(problem_of(resp))
+    repeated = ("claim," * 900 + "url\n" + "a," * 900 + "b\n").encode()
+    resp = fc_client.post("/v1/fact-checks", data=repeated, headers={**auth, "Content-Type": "text/csv"})
+    assert resp.status_code == 422 and "repeats" in json.dumps(problem_of(resp))

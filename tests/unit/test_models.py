@@ -73,3 +73,12 @@ def test_mode_parse_lists_valid_values():
     assert Mode.parse("MONO") is Mode.MONO
     with pytest.raises(BadInput, match="mono, cross, auto"):
         Mode.parse("both")
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, 1e18, float("inf"), float("nan"), "Infinity"])
+def test_absurd_dates_are_a_validation_error(value):
+    from pydantic import ValidationError
+
+    from plugin.models import FactCheck
+    with pytest.raises(ValidationError, match="published_at"):
+        FactCheck.model_validate({"claim": "c", "published_at": value})

@@ -140,3 +140,20 @@ def test_sources_by_id():
 def test_knn_query_ef_search(size, ef, expected):
     knn = knn_query([1.0], filters=None, size=size, ef_search=ef)["query"]["knn"]["embedding"]
     assert knn["k"] == size and knn.get("method_parameters") == expected
+
+
+def test_a_window_reaching_before_year_one_starts_at_year_one():
+    from datetime import date
+
+    from plugin.search.queries import date_clause
+    assert date_clause(date(1, 1, 10), 30) == {"range": {"published_at": {"lte": "0001-01-10", "gte": "0001-01-01"}}}
+    assert date_clause(date(2021, 6, 1), 30)["range"]["published_at"]["gte"] == "2021-05-02"
+
+
+def test_bm25_reads_the_first_words_of_a_huge_post():
+    from plugin.search.queries import BM25_MAX_WORDS, bm25_query, bm25_text
+    text = " ".join(f"w{i}" for i in range(5000))
+    assert bm25_text(text).split() == text.split()[:BM25_MAX_WORDS]
+    assert bm25_text("short post") == "short post"
+    body = bm25_query(text, lang="en", filters=None, size=10)
+    assert len(body["query"]["bool"]["must"][0]["multi_match"]["query"].split()) == BM25_MAX_WORDS

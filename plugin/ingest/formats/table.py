@@ -5,10 +5,15 @@
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from plugin.ingest.formats.base import RawRecord, Unreadable, guarded, map_fields
+
+#: A fact-check has a dozen fields; a header far wider is not a fact-check table, and every
+#: row of it would become a dict that wide.
+MAX_COLUMNS = 1000
 
 #: CSV handles quoted line breaks itself, so its stream must not translate newlines.
 NEWLINE = ""
@@ -30,10 +35,15 @@ def rows(stream: Iterable[str], required: frozenset[str] = frozenset()) -> Itera
         return
     except csv.Error as err:
         raise Unreadable(f"invalid CSV header: {err}") from None
+    if len(header) > MAX_COLUMNS:
+        raise Unreadable(f"CSV header has {len(header)} columns; at most {MAX_COLUMNS} are read")
     header = [h.strip() or f"column_{i}" for i, h in enumerate(header, 1)]
-    repeated = sorted({h for h in header if header.count(h) > 1})
+    counts = Counter(header)  # linear: header.count per column was quadratic in the width
+    repeated = sorted(h for h, n in counts.items() if n > 1)
     if repeated:  # a dict per row would silently keep only the last of them
-        raise Unreadable(f"CSV header repeats column(s): {', '.join(repeated)}")
+        shown = ", ".join(h[:40] for h in repeated[:10])
+        more = f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""
+        raise Unreadable(f"CSV header repeats column(s): {shown}{more}")
     missing = required - {h.lower() for h in header}
     if missing:
         raise Unreadable(f"CSV header lacks column(s): {', '.join(sorted(missing))}")
