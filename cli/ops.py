@@ -18,7 +18,7 @@ def cmd_serve(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, services: Services) -> int:
-    from workers.app import QUEUES, create_celery
+    from workers.app import QUEUES, create_celery, start_sweeper
 
     queues = args.queues or ",".join(QUEUES)
     argv = ["worker", f"--queues={queues}", f"--loglevel={args.loglevel}",
@@ -26,7 +26,14 @@ def cmd_worker(args: argparse.Namespace, services: Services) -> int:
             f"--pool={args.pool}", "--without-gossip", "--without-mingle"]
     if args.hostname:
         argv.append(f"--hostname={args.hostname}")
-    create_celery(services.settings).worker_main(argv)
+    app = create_celery(services.settings)
+    from celery.signals import worker_ready
+
+    @worker_ready.connect(weak=False)
+    def _sweep(**_: object) -> None:  # in the worker's main process, once it consumes
+        start_sweeper(app, services.settings.job_sweep_interval_s)
+
+    app.worker_main(argv)
     return 0
 
 

@@ -103,7 +103,15 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=2, ge=1, le=64)
     #: Hard per-task limit; the soft limit (which lets a task fail cleanly) is 90 % of it.
     task_time_limit_s: int = Field(default=600, ge=5)
+    #: Retries of a job whose backend (OpenSearch, Redis, the LLM) was unavailable: the one number
+    #: (Celery's own per-task limit is switched off so that it cannot cut in first).
     task_max_retries: int = Field(default=5, ge=0)
+    #: A job started this many times without finishing (its worker died each time: a message
+    #: that kills its worker) fails instead of being delivered again.
+    job_max_deliveries: int = Field(default=3, ge=1)
+    #: How often each worker sweeps for stuck jobs (``JobStore.sweep``): running past every
+    #: limit (failed), or queued with no broker message left to run them (sent again).
+    job_sweep_interval_s: float = Field(default=60.0, gt=0)
     #: A task a dead worker held is handed to another after this long. Keep it above the task
     #: time limit and the longest webhook backoff, or live tasks get delivered twice.
     broker_visibility_timeout_s: int = Field(default=3600, ge=1)

@@ -284,7 +284,7 @@ redis_up() {
   local bin; bin="$(redis_bin)"
   mkdir -p "$REDIS_DIR"
   "$bin" --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --dir "$REDIS_DIR" \
-    --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" --save "" --appendonly no > /dev/null 2>&1 < /dev/null
+    --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" --save "" --appendonly yes --appendfsync everysec > /dev/null 2>&1 < /dev/null
   for _ in $(seq 1 50); do
     redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && { log "Redis up on 127.0.0.1:$REDIS_PORT"; return; }
     sleep 0.2

@@ -6,6 +6,8 @@ worker held runs again (the visibility timeout decides when); the tasks are idem
 """
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 from celery import Celery
@@ -13,6 +15,8 @@ from celery import Celery
 from plugin.service.jobs import JobKind
 from plugin.service.services import Services
 from plugin.settings import Settings
+
+log = logging.getLogger(__name__)
 
 QUEUES = ("match", "rerank", "verify", "ingest", "webhooks")
 #: job kind → task name; the API sends tasks by name and never imports the task code
@@ -59,6 +63,25 @@ def create_celery(settings: Settings, services: Services | None = None) -> Celer
     app.conf.update(celery_config(settings))
     app.factsieve = services or Services(settings)  # type: ignore[attr-defined]
     return app
+
+
+def start_sweeper(app: Celery, interval_s: float) -> threading.Event:
+    """A daemon thread in the worker's main process that sweeps stuck jobs every ``interval_s``
+    (``workers.tasks.run_sweep``; a Redis lock keeps several workers from sweeping at once).
+    No beat process to run or schedule file to keep. Returns the event that stops it."""
+    from workers.tasks import run_sweep
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            try:
+                run_sweep(app)
+            except Exception:  # a sweep that fails (Redis down) is tried again next time
+                log.warning("job sweep failed", exc_info=True)
+
+    threading.Thread(target=loop, name="factsieve-job-sweeper", daemon=True).start()
+    return stop
 
 
 def services_of(app: Celery) -> Services:

@@ -16,10 +16,10 @@ from celery.utils.log import get_task_logger
 
 from plugin.service import handlers
 from plugin.errors import BackendUnavailable, FactSieveError, LLMNotConfigured, NotFound, problem
-from plugin.service.jobs import JobStatus
+from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
-from workers.app import DELIVER, services_of
+from workers.app import DELIVER, TASKS, services_of
 
 log = get_task_logger(__name__)
 
@@ -34,6 +34,12 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
         return {"job_id": job_id, "status": "missing"}
     if JobStatus(job["status"]).finished:
         return {"job_id": job_id, "status": job["status"], "skipped": True}
+    # starts that neither finished nor asked for a retry: each was a worker that died under it
+    deaths = int(job.get("attempts", 0)) - task.request.retries
+    if deaths >= services.settings.job_max_deliveries:
+        jobs.fail(job_id, problem(500, "Job abandoned",
+                                  f"the job was started {deaths} times and its worker died each time"))
+        return {"job_id": job_id, "status": JobStatus.FAILED.value}
     job = jobs.start(job_id)
     try:
         result = runner(services, job, *extra)
@@ -45,6 +51,7 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
         if retries < services.settings.task_max_retries:
             delay = backoff_delay(retries + 1, 2.0, 300.0)
             jobs.requeue(job_id, exc.to_problem(), delay)
+            # max_retries=None on every job task: this check is the only limit
             raise task.retry(exc=exc, countdown=delay) from None
         jobs.fail(job_id, exc.to_problem())
     except FactSieveError as exc:
@@ -59,22 +66,22 @@ def _run(task: Task, job_id: str, runner: Callable[..., dict[str, Any]], *extra:
     return {"job_id": job_id, "status": jobs.get(job_id)["status"]}
 
 
-@shared_task(bind=True, name="factsieve.verify")
+@shared_task(bind=True, name="factsieve.verify", max_retries=None)
 def verify(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_verify, _delivery_sender(self))
 
 
-@shared_task(bind=True, name="factsieve.rerank")
+@shared_task(bind=True, name="factsieve.rerank", max_retries=None)
 def rerank(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_rerank)
 
 
-@shared_task(bind=True, name="factsieve.ingest")
+@shared_task(bind=True, name="factsieve.ingest", max_retries=None)
 def ingest(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_ingest)
 
 
-@shared_task(bind=True, name="factsieve.process_post")
+@shared_task(bind=True, name="factsieve.process_post", max_retries=None)
 def process_post(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_post, _delivery_sender(self))
 
@@ -99,3 +106,20 @@ def deliver_webhook(self: Task, delivery_id: str) -> str:
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status.value
+
+
+def run_sweep(app: Any) -> dict[str, int]:
+    """Stuck jobs failed or sent again (``JobStore.sweep``); each worker's sweeper thread calls it
+    (``workers.app.start_sweeper``)."""
+    services = services_of(app)
+    settings = services.settings
+    limit = settings.task_time_limit_s
+
+    def resend(job: dict[str, Any]) -> None:
+        app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]])
+
+    return services.jobs.sweep(
+        # running: past the hard limit, a redelivery by the broker, and that run's limit too
+        running_after_s=settings.broker_visibility_timeout_s + 2 * limit + 60,
+        # queued: longer than a message waits before the broker hands it out again
+        queued_after_s=settings.broker_visibility_timeout_s + limit, resend=resend)

@@ -12,7 +12,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any
 
@@ -53,6 +53,14 @@ def new_job_id() -> str:
 JOB_ID = re.compile(r"(job|post)_[0-9a-f]{24}")
 
 
+def _age(stamp: str | None, now: datetime) -> float:
+    """Seconds since an ISO timestamp we wrote (an unreadable one counts as very old)."""
+    try:
+        return (now - datetime.fromisoformat(str(stamp))).total_seconds()
+    except (TypeError, ValueError):
+        return float("inf")
+
+
 def post_job_id(post_id: str) -> str:
     """Deterministic, so resubmitting a post finds its job instead of making another."""
     return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
@@ -86,6 +94,8 @@ class JobStore:
         self.store.put_index_template(name, template)
         if not self.store.alias_indices(self.alias):
             self.store.create_index_if_missing(first, create)
+        else:  # an index made by an older version gets the fields added since (strict mapping)
+            self.store.put_mapping(self.alias, {"properties": template["template"]["mappings"]["properties"]})
         self._index_ready = True
 
     # -- Redis ---------------------------------------------------------------------------------
@@ -105,14 +115,18 @@ class JobStore:
         """Record a queued job. With a given ``job_id`` (deterministic ids make submissions
         idempotent) an existing job is returned instead; ``(job, created)``."""
         if job_id is not None:
+            live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
+            if live is not None:  # Redis holds the newest state (a resubmitted post's included)
+                return json.loads(live), False
             try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
                 found = self.store.find(self.alias, job_id)
             except BackendUnavailable:
                 found = None
             if found is not None:
                 return found, False
+        now = now_iso()
         job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
-               "created_at": now_iso(), "attempts": 0, "ref": ref, "input": input}
+               "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input}
         if body is not None:
             self.kv.call("write job body", self.kv.client.set, self._key(job["id"]) + ":body", body,
                          ex=self.ttl, nx=True)
@@ -129,6 +143,14 @@ class JobStore:
         if not created and job.get("input", {}).get("fingerprint") != fp:
             raise Conflict(f"post id {post['id']!r} was already submitted with different content; "
                            "use a new id for a new post")
+        if not created and job.get("status") == JobStatus.FAILED.value:
+            # a failed post can be submitted again: its job starts over under the same id
+            now = now_iso()
+            job = {"id": job["id"], "kind": JobKind.POST.value, "status": JobStatus.QUEUED.value,
+                   "created_at": now, "queued_at": now, "attempts": 0, "ref": post["id"],
+                   "input": job["input"], "previous_error": job.get("error")}
+            self._write(job)
+            return job, True
         return job, created
 
     def get_post(self, post_id: str) -> dict[str, Any]:
@@ -193,9 +215,45 @@ class JobStore:
     def requeue(self, job_id: str, error: dict[str, Any], retry_in: float) -> dict[str, Any]:
         """Back to ``queued`` after a transient failure, saying why and when it runs again."""
         job = self.get(job_id)
-        job.update(status=JobStatus.QUEUED.value, last_error=error, retry_in_s=round(retry_in, 1))
+        due = datetime.now(timezone.utc) + timedelta(seconds=retry_in)
+        job.update(status=JobStatus.QUEUED.value, last_error=error, retry_in_s=round(retry_in, 1),
+                   queued_at=due.isoformat(timespec="milliseconds"))
         self._write(job)
         return job
+
+    def sweep(self, *, running_after_s: float, queued_after_s: float,
+              resend: Callable[[dict[str, Any]], Any], now: datetime | None = None) -> dict[str, int]:
+        """Jobs nothing will ever move again, moved: one ``running`` since longer than any task
+        can run or be redelivered (its worker hit the hard time limit, or died and the broker
+        lost the message) fails; one ``queued`` for longer than a broker message can wait (the
+        message was lost, e.g. Redis restarted without persistence) is sent again with
+        ``resend``. Every worker calls this periodically; a Redis lock lets one sweep at a time."""
+        if not self.kv.call("sweep lock", self.kv.client.set, self.kv.key("jobs-sweep-lock"), "1",
+                            nx=True, ex=max(1, int(min(running_after_s, queued_after_s) / 2))):
+            return {"swept": 0, "failed": 0, "resent": 0, "locked": 1}
+        now = now or datetime.now(timezone.utc)
+        pattern = self.kv.key("job", "*")
+        keys = [k for k in self.kv.call("scan jobs", lambda: list(self.kv.client.scan_iter(pattern, count=500)))
+                if not str(k).endswith(":body")]
+        out = {"swept": len(keys), "failed": 0, "resent": 0, "locked": 0}
+        for start in range(0, len(keys), 500):
+            raws = self.kv.call("read jobs", self.kv.client.mget, keys[start:start + 500])
+            for raw in raws:
+                if raw is None:
+                    continue
+                job = json.loads(raw)
+                status = job.get("status")
+                if status == JobStatus.RUNNING.value and _age(job.get("started_at"), now) > running_after_s:
+                    self.fail(job["id"], {"type": "about:blank", "title": "Job abandoned", "status": 504,
+                                          "detail": f"the job was still running after {running_after_s:.0f} s: "
+                                                    "its worker hit the hard time limit or died"})
+                    out["failed"] += 1
+                elif status == JobStatus.QUEUED.value and _age(job.get("queued_at") or job.get("created_at"), now) > queued_after_s:
+                    job["queued_at"] = now.isoformat(timespec="milliseconds")
+                    self._write(job)
+                    resend(job)
+                    out["resent"] += 1
+        return out
 
     def _end(self, job_id: str, status: JobStatus, **outcome: Any) -> dict[str, Any]:
         job = self.get(job_id)

@@ -55,7 +55,10 @@ def test_factsieve_env_names_are_settings():
     assert used <= FIELDS, used - FIELDS
     env = SERVICES["api"]["environment"]
     assert env["FACTSIEVE_OPENSEARCH_URL"] == "http://opensearch:9200"
-    assert env["FACTSIEVE_REDIS_URL"].startswith("redis://redis:6379")
+    # the password comes from the environment, never a default in the file
+    assert env["FACTSIEVE_REDIS_URL"] == "redis://:${REDIS_PASSWORD:?set REDIS_PASSWORD}@redis:6379/0"
+    redis_cmd = SERVICES["redis"]["command"]
+    assert "noeviction" in redis_cmd and redis_cmd[redis_cmd.index("--appendonly") + 1] == "yes"
 
 
 def test_health_checks_dependencies_and_volumes():
