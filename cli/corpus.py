@@ -95,7 +95,7 @@ def cmd_index_switch(args: argparse.Namespace, services: Services) -> int:
 
 def cmd_status(args: argparse.Namespace, services: Services) -> int:
     store = services.store
-    status: dict[str, Any] = {"opensearch_url": services.settings.opensearch_url, "opensearch": store.ping()}
+    status: dict[str, Any] = {"opensearch_url": store.url, "opensearch": store.ping()}
     if status["opensearch"]:
         status["opensearch_version"] = store.info()["version"]["number"]
         status["plugins"] = sorted(store.plugins())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -170,3 +171,14 @@ class Settings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         return self.cache_dir / "models"
+
+
+def redact_url(url: str) -> str:
+    """``redis://:secret@host:6379/0`` → ``redis://host:6379/0``: URLs are logged and shown, the
+    credentials in them never are."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -11,12 +11,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
 from plugin.errors import BackendError, BackendUnavailable, BadInput, NotFound
-from plugin.settings import Settings
+from plugin.settings import Settings, redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -26,10 +27,12 @@ class Store:
     """A thin, translated facade over ``opensearchpy.OpenSearch``."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
-        self.url = settings.opensearch_url
+        self.url = redact_url(settings.opensearch_url)  # what messages show: never credentials
         auth = None
         if settings.opensearch_user and settings.opensearch_password:
             auth = (settings.opensearch_user, settings.opensearch_password.get_secret_value())
+        if (auth or urlsplit(settings.opensearch_url).password) and settings.opensearch_url.startswith("http://"):
+            log.warning("OpenSearch credentials are sent over plain http to %s: use https", self.url)
         self.client = client or OpenSearch(
             hosts=[self.url], http_auth=auth, timeout=settings.opensearch_timeout_s,
             max_retries=2, retry_on_timeout=True, http_compress=False,

@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis import exceptions as rx
 
 from plugin.errors import BackendError, BackendUnavailable
-from plugin.settings import Settings
+from plugin.settings import Settings, redact_url
 
 T = TypeVar("T")
-
-
-def redact_url(url: str) -> str:
-    """``redis://:secret@host:6379/0`` → ``redis://host:6379/0``: URLs are logged and shown."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class KV:

@@ -3,7 +3,7 @@ import pytest
 
 from plugin.errors import BadInput
 from plugin.service.keys import Scope, hash_key, window
-from plugin.service.kv import redact_url
+from plugin.settings import redact_url
 
 
 def test_hash_key_is_sha256_hex():
@@ -39,3 +39,20 @@ def test_scope_parse_lists_valid_values():
 ])
 def test_redact_url(url, shown):
     assert redact_url(url) == shown
+
+
+def test_store_shows_and_warns_without_the_credentials(caplog):
+    import logging
+
+    from plugin.index.store import Store
+    from plugin.settings import Settings
+
+    with caplog.at_level(logging.WARNING, logger="plugin.index.store"):
+        store = Store(Settings(opensearch_url="http://admin:s3cret@search.example:9200"))
+    assert store.url == "http://search.example:9200"
+    assert "plain http" in caplog.text and "s3cret" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="plugin.index.store"):
+        Store(Settings(opensearch_url="https://search.example:9200", opensearch_user="u",
+                       opensearch_password="p"))
+    assert "plain http" not in caplog.text
