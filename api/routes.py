@@ -327,7 +327,7 @@ def get_job(job_id: str) -> Response:
 def create_webhook(body: s.WebhookIn) -> Response:
     try:
         sub = services().webhooks.create(body.url, body.events, body.languages, body.min_score,
-                                         body.secret)
+                                         body.secret, owner=g.api_key.id)
     except BadInput as exc:
         if isinstance(exc, InvalidRequest):
             raise
@@ -351,6 +351,16 @@ def webhook_id_checked(webhook_id: str) -> str:
     if not WEBHOOK_ID.fullmatch(webhook_id):
         raise NotFound(f"no webhook subscription with id {webhook_id[:80]!r}")
     return webhook_id
+
+
+@route("POST", "/v1/webhooks/<webhook_id>/secret", summary="Rotate a subscription's signing secret",
+       tag="webhooks", scope=Scope.WRITE, response=s.WebhookCreated,
+       description="A new secret, returned only here. For 24 hours deliveries carry a signature "
+                   "with each secret (X-FactSieve-Signature: sha256=<new>,sha256=<old>), so the "
+                   "receiver can switch over; a signature matching either is valid.")
+def rotate_webhook_secret(webhook_id: str) -> Response:
+    sub = services().webhooks.rotate_secret(webhook_id_checked(webhook_id))
+    return reply(s.WebhookCreated.model_validate(sub))
 
 
 @route("GET", "/v1/webhooks/<webhook_id>", summary="One webhook subscription", tag="webhooks",

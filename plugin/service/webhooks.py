@@ -2,31 +2,44 @@
 
 Signing follows the Stripe/GitHub convention: ``X-FactSieve-Signature: sha256=<hex
 HMAC-SHA256(secret, "<timestamp>.<raw body>")>`` with the Unix ``X-FactSieve-Timestamp`` inside
-the MAC, so a receiver can refuse replays outside a tolerance. Deliveries are at least once:
-every attempt of one delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can
-drop the rare duplicate left by a worker killed between sending and recording.
+the MAC, so a receiver can refuse replays outside a tolerance. While a rotated secret overlaps
+its predecessor the header carries one signature per valid secret, newest first and comma
+separated (``sha256=<new>,sha256=<old>``); a receiver accepts the request when any of them
+matches (``verify_signature`` does). Deliveries are at least once: every attempt of one
+delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop the rare duplicate
+left by a worker killed between sending and recording.
 
 URLs are checked when a subscription is created *and* before every attempt (DNS may change):
 only http(s), no credentials, and no loopback, private, link-local or otherwise non-global
-address unless the host is listed in ``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``. Redirects are not
-followed, since a redirect could point anywhere.
+address (IPv6 forms that embed such an IPv4 address included) unless the host is listed in
+``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``. The attempt then connects to exactly the address that was
+checked, so a name with a zero TTL cannot pass the check with one address and connect to
+another; the Host header, the TLS server name and the certificate check still use the URL's
+host. Redirects are not followed, since a redirect could point anywhere.
+
+Receivers are not trusted: one deadline covers connecting, sending and reading together, at
+most ``MAX_RESPONSE_BYTES`` of a body are read (and never decompressed), and a receiver that is
+too slow or breaks the protocol leaves a failed attempt that says why.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import secrets
-import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
-from urllib.parse import urlsplit
 
-from plugin.errors import BadInput, NotFound
+from plugin.errors import BadInput, InvalidRequest, NotFound
+# the transport and the address rules live in ``outbound``; re-exported here, where callers and
+# tests have always found them
+from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
+                                     DeliveryError, Reply, Target, Unresolvable, check_target,
+                                     check_url, is_public_address, post, resolve_host)
 from plugin.service.jobs import now_iso
 from plugin.service.kv import KV
 from plugin.settings import Settings
@@ -35,6 +48,17 @@ SIGNATURE_HEADER = "X-FactSieve-Signature"
 TIMESTAMP_HEADER = "X-FactSieve-Timestamp"
 DELIVERY_HEADER = "X-FactSieve-Delivery"
 EVENT_HEADER = "X-FactSieve-Event"
+
+#: Subscriptions one owner may hold (the whole deployment, for subscriptions without an owner).
+MAX_SUBSCRIPTIONS_PER_OWNER = 100
+#: How long the secret a rotation replaced still signs deliveries, so receivers can switch over.
+SECRET_OVERLAP_S = 24 * 3600
+#: The longest overlap a rotation may ask for: two valid secrets should be a short transition.
+MAX_SECRET_OVERLAP_S = 30 * 24 * 3600
+#: Secret lengths, as the API's ``WebhookIn`` allows them.
+SECRET_MIN_CHARS, SECRET_MAX_CHARS = 16, 256
+#: Signatures a receiver looks at in one header (two during a rotation; the rest is ignored).
+MAX_SIGNATURES = 8
 
 
 class Event(str, Enum):
@@ -50,15 +74,34 @@ def sign(secret: str, timestamp: int | str, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
+def signature_header(secrets_: Iterable[str], timestamp: int | str, body: bytes) -> str:
+    """One signature per valid secret, newest first, comma separated.
+
+    A list in the one header, rather than a second header, keeps a single place to look and
+    the same shape with one secret (the usual case: exactly ``sha256=<hex>``, as before); the
+    ``sha256=`` prefix on each entry leaves room for another algorithm later, as Stripe's
+    repeated ``v1=`` entries do."""
+    return ",".join(sign(s, timestamp, body) for s in secrets_)
+
+
 def verify_signature(secret: str, body: bytes, timestamp: str | None, signature: str | None, *,
                      now: float | None = None, tolerance_s: int = 300) -> bool:
-    """What a receiver runs: the MAC matches (constant time) and the timestamp is recent."""
-    if not timestamp or not signature or not timestamp.isdigit():
+    """What a receiver runs: the timestamp is recent and one of the header's signatures matches
+    (constant time). Anything malformed, non-ASCII included, is simply not a match."""
+    if not timestamp or not signature or not timestamp.isascii() or not timestamp.isdigit():
+        return False
+    if len(timestamp) > 15:  # no Unix time is that long; int() of 4,300+ digits even raises
         return False
     current = time.time() if now is None else now
     if abs(current - int(timestamp)) > tolerance_s:
         return False
-    return hmac.compare_digest(sign(secret, timestamp, body), signature)
+    expected = sign(secret, timestamp, body).encode("ascii")
+    matched = False
+    for candidate in signature.split(",")[:MAX_SIGNATURES]:
+        candidate = candidate.strip()
+        if candidate.isascii():
+            matched |= hmac.compare_digest(expected, candidate.encode("ascii"))
+    return matched
 
 
 def backoff_delay(failed_attempts: int, base_s: float, max_s: float) -> float:
@@ -67,46 +110,54 @@ def backoff_delay(failed_attempts: int, base_s: float, max_s: float) -> float:
     return float(min(max_s, base_s * (2 ** max(0, failed_attempts - 1))))
 
 
-def is_public_address(address: str) -> bool:
-    """True for globally routable unicast addresses (IPv4-mapped IPv6 judged as IPv4)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+def check_secret(secret: str) -> str:
+    """A signing secret a caller chose: long enough to resist guessing. The same bounds as the
+    API's ``WebhookIn``, so the store holds to them for callers that skip the API too."""
+    if not SECRET_MIN_CHARS <= len(secret) <= SECRET_MAX_CHARS:
+        raise BadInput(f"a webhook secret has {SECRET_MIN_CHARS} to {SECRET_MAX_CHARS} "
+                       f"characters, not {len(secret)}")
+    return secret
 
 
-def resolve_host(host: str) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise BadInput(f"webhook host {host!r} does not resolve: {exc}") from None
-    return sorted({info[4][0] for info in infos})
+def signing_secrets(subscription: dict[str, Any], now: float) -> list[str]:
+    """The secrets a delivery is signed with at ``now``: the current one, then the one a rotation
+    replaced until its overlap ends."""
+    out = [subscription["secret"]]
+    previous = subscription.get("previous_secret")
+    if previous and now < subscription.get("previous_secret_expires_at", 0):
+        out.append(previous)
+    return out
 
 
-def check_url(url: str, allowed_hosts: Iterable[str] = (),
-              resolve: Callable[[str], list[str]] = resolve_host) -> str:
-    """Return ``url`` if webhooks may be sent to it, else raise ``BadInput`` saying why."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError as exc:
-        raise BadInput(f"webhook URL {url!r} is malformed: {exc}") from None
-    if parts.scheme not in ("http", "https"):
-        raise BadInput(f"webhook URL {url!r} must be http or https")
-    if not parts.hostname:
-        raise BadInput(f"webhook URL {url!r} has no host")
-    if parts.username is not None or parts.password is not None:
-        raise BadInput(f"webhook URL for host {parts.hostname!r} must not carry credentials; "
-                       "the signature authenticates deliveries")
-    host = parts.hostname.lower().rstrip(".")
-    if host in {h.lower() for h in allowed_hosts}:
-        return url
-    for address in resolve(host):
-        if not is_public_address(address):
-            raise BadInput(f"webhook URL {url!r} resolves to {address}, a loopback, private or "
-                           "link-local address; list the host in FACTSIEVE_WEBHOOK_ALLOWED_HOSTS "
-                           "to allow it")
-    return url
+def rotated(subscription: dict[str, Any], new_secret: str, now: float,
+            overlap_s: float) -> dict[str, Any]:
+    """The subscription after a rotation to ``new_secret``: the current secret stays valid for
+    ``overlap_s`` more seconds. A secret older than that is dropped, even mid-overlap: two valid
+    secrets at most, so rotating twice quickly retires the oldest at once."""
+    if not 0 <= overlap_s <= MAX_SECRET_OVERLAP_S:
+        raise BadInput(f"a secret overlap is 0 to {MAX_SECRET_OVERLAP_S} seconds, not {overlap_s}")
+    out = {k: v for k, v in subscription.items()
+           if k not in ("previous_secret", "previous_secret_expires_at")}
+    out["secret"] = new_secret
+    out["rotated_at"] = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="milliseconds")
+    if overlap_s > 0:
+        out["previous_secret"] = subscription["secret"]
+        out["previous_secret_expires_at"] = int(now + overlap_s)
+    return out
+
+
+def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | None:
+    """The error for an owner that would hold ``held`` subscriptions, if that is over ``cap``.
+
+    An ``InvalidRequest`` (422, as GitHub answers over its hook limit): a ``BadInput`` that the
+    API's create route passes through as is instead of blaming the URL."""
+    if held <= cap:
+        return None
+    who = f"owner {owner!r}" if owner is not None else "this deployment"
+    message = (f"{who} already has {cap} webhook subscriptions, the most allowed; delete one "
+               "before creating another")
+    return InvalidRequest(message, errors=[{"field": "(body)", "message": message,
+                                            "type": "subscription_limit"}])
 
 
 def wants(subscription: dict[str, Any], event: Event, lang: str | None,
@@ -132,6 +183,14 @@ def delivery_id(subscription_id: str, event: Event, dedupe_key: str) -> str:
     return "dlv_" + digest[:24]
 
 
+def delivery_headers(event: str, did: str, timestamp: str, signature: str) -> dict[str, str]:
+    """Request headers of one attempt. ``Accept-Encoding: identity`` asks for a body we never
+    have to decompress (we would not anyway); ``Connection: close``: one connection an attempt."""
+    return {"Content-Type": "application/json", "User-Agent": "FactSieve-Webhooks/1",
+            "Accept-Encoding": "identity", "Connection": "close", EVENT_HEADER: event,
+            DELIVERY_HEADER: did, TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: signature}
+
+
 # -- state in Redis ------------------------------------------------------------------------------
 class DeliveryStatus(str, Enum):
     PENDING = "pending"
@@ -155,37 +214,57 @@ def public(subscription: dict[str, Any]) -> dict[str, Any]:
     return {k: subscription.get(k) for k in _PUBLIC_FIELDS}
 
 
+#: ``(target, body, headers, deadline_s=…) -> Reply``, raising ``DeliveryError``: ``post``.
+Transport = Callable[..., Reply]
+
+
 class WebhookStore:
-    def __init__(self, kv: KV, settings: Settings, http: Any = None) -> None:
+    def __init__(self, kv: KV, settings: Settings, transport: Transport | None = None, *,
+                 resolve: Callable[[str], list[str]] = resolve_host) -> None:
         self.kv = kv
         self.settings = settings
         self.allowed = settings.webhook_allowed_hosts
-        self._http = http
-
-    @property
-    def http(self) -> Any:
-        if self._http is None:
-            import requests
-
-            session = requests.Session()
-            session.trust_env = False  # no proxies or netrc from the environment: we checked the URL
-            self._http = session
-        return self._http
+        self.transport: Transport = transport or post
+        self.resolve = resolve
 
     # -- subscriptions ----------------------------------------------------------------------------
+    def _owner_set(self, owner: str | None) -> str:
+        """The set an owner's subscription ids are counted in; without an owner, every
+        subscription of the deployment (those created before owners existed included)."""
+        return self.kv.key("webhook-owner", owner) if owner is not None else self.kv.key("webhook-ids")
+
     def create(self, url: str, events: list[Event], languages: list[str] | None = None,
-               min_score: float | None = None, secret: str | None = None) -> dict[str, Any]:
-        """Store a subscription; returns it *with* its secret (the only time it is shown)."""
-        check_url(url, self.allowed)
+               min_score: float | None = None, secret: str | None = None, *,
+               owner: str | None = None) -> dict[str, Any]:
+        """Store a subscription; returns it *with* its secret (the only time it is shown).
+
+        At most ``MAX_SUBSCRIPTIONS_PER_OWNER`` per owner: the id joins the owner's set first and
+        leaves it again if that made too many, so two racing creates cannot both squeeze in."""
+        check_url(url, self.allowed, self.resolve)
         sub = {"id": "whk_" + secrets.token_hex(8), "url": url,
                "events": sorted({e.value for e in events}), "languages": languages,
                "min_score": min_score, "created_at": now_iso(),
-               "secret": secret or secrets.token_urlsafe(32)}
+               "secret": check_secret(secret) if secret is not None else secrets.token_urlsafe(32)}
+        if owner is not None:
+            sub["owner"] = owner
+        slots = self._owner_set(owner)
         pipe = self.kv.client.pipeline()
-        pipe.set(self.kv.key("webhook", sub["id"]), json.dumps(sub))
-        pipe.sadd(self.kv.key("webhook-ids"), sub["id"])
-        self.kv.call("create webhook", pipe.execute)
-        return sub
+        pipe.sadd(slots, sub["id"])
+        pipe.scard(slots)
+        held = self.kv.call("count webhooks", pipe.execute)[1]
+        error = capacity_error(owner, held, MAX_SUBSCRIPTIONS_PER_OWNER)
+        if error is not None:
+            self.kv.call("release webhook slot", self.kv.client.srem, slots, sub["id"])
+            raise error
+        try:
+            pipe = self.kv.client.pipeline()
+            pipe.set(self.kv.key("webhook", sub["id"]), json.dumps(sub))
+            pipe.sadd(self.kv.key("webhook-ids"), sub["id"])
+            self.kv.call("create webhook", pipe.execute)
+        except Exception:
+            self.kv.call("release webhook slot", self.kv.client.srem, slots, sub["id"])
+            raise
+        return {**public(sub), "secret": sub["secret"]}
 
     def _load(self, sub_id: str) -> dict[str, Any]:
         raw = self.kv.call("read webhook", self.kv.client.get, self.kv.key("webhook", sub_id))
@@ -209,11 +288,49 @@ class WebhookStore:
         return [public(s) for s in self.all()]
 
     def delete(self, sub_id: str) -> None:
-        self._load(sub_id)
+        sub = self._load(sub_id)
         pipe = self.kv.client.pipeline()
         pipe.delete(self.kv.key("webhook", sub_id))
         pipe.srem(self.kv.key("webhook-ids"), sub_id)
+        if sub.get("owner") is not None:
+            pipe.srem(self._owner_set(sub["owner"]), sub_id)
         self.kv.call("delete webhook", pipe.execute)
+
+    def rotate_secret(self, sub_id: str, *, secret: str | None = None,
+                      overlap_s: float = SECRET_OVERLAP_S) -> dict[str, Any]:
+        """Give the subscription a new secret (generated unless given) and return the
+        subscription with it: the only time it is shown. Deliveries are signed with both the
+        new and the old secret for ``overlap_s`` seconds (``signature_header``), so receivers
+        can switch at their own pace within that time.
+
+        Optimistic (``WATCH``): a concurrent rotation or delete makes this one start over, so
+        the secret returned is the one stored, and a deleted subscription is not resurrected."""
+        from redis.exceptions import WatchError
+
+        new_secret = check_secret(secret) if secret is not None else secrets.token_urlsafe(32)
+        key = self.kv.key("webhook", sub_id)
+
+        def swap() -> dict[str, Any]:
+            with self.kv.client.pipeline() as pipe:
+                while True:
+                    try:
+                        pipe.watch(key)
+                        raw = pipe.get(key)
+                        if raw is None:
+                            raise NotFound(f"no webhook subscription with id {sub_id!r}")
+                        sub = rotated(json.loads(raw), new_secret, time.time(), overlap_s)
+                        pipe.multi()
+                        pipe.set(key, json.dumps(sub))
+                        pipe.execute()
+                        return sub
+                    except WatchError:
+                        continue
+
+        sub = self.kv.call("rotate webhook secret", swap)
+        out = {**public(sub), "secret": sub["secret"], "rotated_at": sub["rotated_at"]}
+        if "previous_secret_expires_at" in sub:
+            out["previous_secret_expires_at"] = sub["previous_secret_expires_at"]
+        return out
 
     # -- deliveries -----------------------------------------------------------------------------
     def plan(self, subscription: dict[str, Any], event: Event, data: dict[str, Any],
@@ -263,7 +380,8 @@ class WebhookStore:
         """Send one attempt of a delivery, record it, and say whether to try again (and when).
 
         A delivered or failed delivery is left alone, so a redelivered task sends nothing twice.
-        A short Redis lock keeps two workers from sending the same delivery at once.
+        A short Redis lock keeps two workers from sending the same delivery at once; it outlasts
+        the attempt's deadline (``webhook_timeout_s`` covers connecting, sending and reading).
         """
         rec = self.delivery(did)
         if rec["status"] != DeliveryStatus.PENDING.value:
@@ -282,29 +400,27 @@ class WebhookStore:
             except NotFound:
                 return self._record(rec, None, "subscription deleted", 0.0, final=True)
             try:
-                check_url(sub["url"], self.allowed)
+                target = check_target(sub["url"], self.allowed, self.resolve)
+            except Unresolvable as exc:
+                return self._record(rec, None, f"ConnectionError: {exc.detail}", 0.0)
             except BadInput as exc:
                 return self._record(rec, None, f"refused: {exc.detail}", 0.0, final=True)
-            return self._send(rec, sub)
+            return self._send(rec, sub, target)
         finally:
             self.kv.call("unlock delivery", self.kv.client.delete, lock)
 
-    def _send(self, rec: dict[str, Any], sub: dict[str, Any]) -> Outcome:
-        import requests
-
+    def _send(self, rec: dict[str, Any], sub: dict[str, Any], target: Target) -> Outcome:
         body = rec["body"].encode("utf-8")
-        ts = str(int(time.time()))
-        headers = {"Content-Type": "application/json", "User-Agent": "FactSieve-Webhooks/1",
-                   EVENT_HEADER: rec["event"], DELIVERY_HEADER: rec["id"], TIMESTAMP_HEADER: ts,
-                   SIGNATURE_HEADER: sign(sub["secret"], ts, body)}
+        now = time.time()
+        ts = str(int(now))
+        headers = delivery_headers(rec["event"], rec["id"], ts,
+                                   signature_header(signing_secrets(sub, now), ts, body))
         t0 = time.perf_counter()
         try:
-            resp = self.http.post(sub["url"], data=body, headers=headers,
-                                  timeout=self.settings.webhook_timeout_s, allow_redirects=False)
-            resp.close()
-            code, error = resp.status_code, None if 200 <= resp.status_code < 300 else f"HTTP {resp.status_code}"
-        except requests.RequestException as exc:
-            code, error = None, f"{type(exc).__name__}: {exc}"[:500]
+            reply = self.transport(target, body, headers, deadline_s=self.settings.webhook_timeout_s)
+            code, error = reply.status, None if 200 <= reply.status < 300 else f"HTTP {reply.status}"
+        except DeliveryError as exc:
+            code, error = None, exc.detail[:500]
         return self._record(rec, code, error, (time.perf_counter() - t0) * 1e3)
 
     def _record(self, rec: dict[str, Any], code: int | None, error: str | None,

@@ -260,6 +260,8 @@ def test_webhook_crud_and_secret_shown_once(client, auth, receiver):
     got = client.get(f"/v1/webhooks/{created['id']}", headers=auth).get_json()
     assert got == {k: v for k, v in created.items() if k != "secret"}
     assert client.get(f"/v1/webhooks/{created['id']}/deliveries", headers=auth).get_json() == {"deliveries": []}
+    rotated = client.post(f"/v1/webhooks/{created['id']}/secret", headers=auth)
+    assert rotated.status_code == 200 and rotated.get_json()["secret"] not in (created["secret"], None)
     assert client.delete(f"/v1/webhooks/{created['id']}", headers=auth).status_code == 204
     assert client.get(f"/v1/webhooks/{created['id']}", headers=auth).status_code == 404
     given = client.post("/v1/webhooks", headers=auth, json={
