@@ -214,7 +214,8 @@ def ingest_factchecks() -> Response:
     text = preflight.preflight(data, fmt, deep=queue)
     if queue:
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
-                                                  "bytes": len(data)}, body=text)
+                                                  "bytes": len(data)}, body=text,
+                                 tenant=g.api_key.tenant)
         enqueue(JobKind.INGEST, job["id"])
         return accepted(job)
     report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"))
@@ -271,7 +272,8 @@ def delete_factcheck(fact_check_id: str) -> Response:
        description="Idempotent on the post id: resubmitting the same post returns its job "
                    "(duplicate: true); the same id with different content is a 409.")
 def submit_post(body: s.PostIn) -> Response:
-    job, created = services().jobs.submit_post(body.model_dump(mode="json", exclude_none=True))
+    job, created = services().jobs.submit_post(body.model_dump(mode="json", exclude_none=True),
+                                               g.api_key.tenant)
     if created or job["status"] == JobStatus.QUEUED.value:
         enqueue(JobKind.POST, job["id"])
     url = job_url(job["id"])
@@ -282,7 +284,7 @@ def submit_post(body: s.PostIn) -> Response:
 @route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job and match result",
        tag="posts", response=s.JobOut)
 def get_post(post_id: str) -> Response:
-    return reply(job_out(services().jobs.get_post(post_id)))
+    return reply(job_out(services().jobs.get_post(post_id, g.api_key.tenant)))
 
 
 @route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,
@@ -298,7 +300,7 @@ def verify(body: s.VerifyIn) -> Response:
     inp = body.model_dump(mode="json", exclude_none=True)
     svc.verification_config(body.config)  # an unknown configuration is a 400 now, not a failed job
     verify_request(inp).validated()  # so is a claim date in the future
-    job, _ = svc.jobs.create(JobKind.VERIFY, inp)
+    job, _ = svc.jobs.create(JobKind.VERIFY, inp, tenant=g.api_key.tenant)
     enqueue(JobKind.VERIFY, job["id"])
     return accepted(job)
 
@@ -308,7 +310,8 @@ def verify(body: s.VerifyIn) -> Response:
        description="Without a configured reranker the result is the fused order and says so.")
 def rerank(body: s.RerankIn) -> Response:
     services().config(body.config)
-    job, _ = services().jobs.create(JobKind.RERANK, body.model_dump(mode="json", exclude_none=True))
+    job, _ = services().jobs.create(JobKind.RERANK, body.model_dump(mode="json", exclude_none=True),
+                                    tenant=g.api_key.tenant)
     enqueue(JobKind.RERANK, job["id"])
     return accepted(job)
 
@@ -316,7 +319,7 @@ def rerank(body: s.RerankIn) -> Response:
 @route("GET", "/v1/jobs/<job_id>", summary="A job's status and, once finished, its result or error",
        tag="jobs", response=s.JobOut)
 def get_job(job_id: str) -> Response:
-    return reply(job_out(services().jobs.get(job_id)))
+    return reply(job_out(services().jobs.get(job_id, g.api_key.sees)))
 
 
 # -- webhooks -------------------------------------------------------------------------------------
@@ -327,7 +330,7 @@ def get_job(job_id: str) -> Response:
 def create_webhook(body: s.WebhookIn) -> Response:
     try:
         sub = services().webhooks.create(body.url, body.events, body.languages, body.min_score,
-                                         body.secret, owner=g.api_key.id)
+                                         body.secret, owner=g.api_key.tenant)
     except BadInput as exc:
         if isinstance(exc, InvalidRequest):
             raise
@@ -340,16 +343,19 @@ def create_webhook(body: s.WebhookIn) -> Response:
        response=s.WebhookList)
 def list_webhooks() -> Response:
     return reply(s.WebhookList(webhooks=[s.WebhookOut.model_validate(w)
-                                         for w in services().webhooks.list()]))
+                                         for w in services().webhooks.list(g.api_key.sees)]))
 
 
 #: What ``WebhookStore.create`` makes: an id in a URL is checked before it names a Redis key.
 WEBHOOK_ID = re.compile(r"whk_[0-9a-f]{16}")
 
 
-def webhook_id_checked(webhook_id: str) -> str:
+def owned_webhook(webhook_id: str) -> str:
+    """``webhook_id`` once it has our shape and belongs to the calling key's tenant (admin: any);
+    otherwise a 404, the same as for an id that does not exist."""
     if not WEBHOOK_ID.fullmatch(webhook_id):
         raise NotFound(f"no webhook subscription with id {webhook_id[:80]!r}")
+    services().webhooks.get(webhook_id, g.api_key.sees)
     return webhook_id
 
 
@@ -359,20 +365,20 @@ def webhook_id_checked(webhook_id: str) -> str:
                    "with each secret (X-FactSieve-Signature: sha256=<new>,sha256=<old>), so the "
                    "receiver can switch over; a signature matching either is valid.")
 def rotate_webhook_secret(webhook_id: str) -> Response:
-    sub = services().webhooks.rotate_secret(webhook_id_checked(webhook_id))
+    sub = services().webhooks.rotate_secret(owned_webhook(webhook_id))
     return reply(s.WebhookCreated.model_validate(sub))
 
 
 @route("GET", "/v1/webhooks/<webhook_id>", summary="One webhook subscription", tag="webhooks",
        response=s.WebhookOut)
 def get_webhook(webhook_id: str) -> Response:
-    return reply(s.WebhookOut.model_validate(services().webhooks.get(webhook_id_checked(webhook_id))))
+    return reply(s.WebhookOut.model_validate(services().webhooks.get(owned_webhook(webhook_id))))
 
 
 @route("DELETE", "/v1/webhooks/<webhook_id>", summary="Delete a webhook subscription",
        tag="webhooks", scope=Scope.WRITE, status=204)
 def delete_webhook(webhook_id: str) -> Response:
-    services().webhooks.delete(webhook_id_checked(webhook_id))
+    services().webhooks.delete(owned_webhook(webhook_id))
     return no_content()
 
 
@@ -384,6 +390,6 @@ def list_deliveries(webhook_id: str) -> Response:
     raw = request.args.get("limit", "50")
     if not raw.isdigit() or not 1 <= int(raw) <= 500:
         raise BadInput(f"limit must be an integer from 1 to 500, got {raw!r}")
-    log = services().webhooks.deliveries(webhook_id_checked(webhook_id), int(raw))
+    log = services().webhooks.deliveries(owned_webhook(webhook_id), int(raw))
     return reply(s.DeliveryList(deliveries=[s.DeliveryOut.model_validate(d) for d in log]))
 

@@ -40,8 +40,9 @@ def cmd_worker(args: argparse.Namespace, services: Services) -> int:
 def cmd_keys_create(args: argparse.Namespace, services: Services) -> int:
     from plugin.service.keys import Scope
 
-    record, key = services.keys.create(args.name, Scope.parse(args.scope))
-    dump({"id": record.id, "key": key, "name": record.name, "scope": record.scope.value})
+    record, key = services.keys.create(args.name, Scope.parse(args.scope), args.tenant)
+    dump({"id": record.id, "key": key, "tenant": record.tenant, "scope": record.scope.value,
+          "name": record.name})
     return 0
 
 
@@ -77,7 +78,11 @@ def register(sub: Any, add: Any) -> None:
         dest="keys_command", required=True, metavar="COMMAND")
     sp = add("create", cmd_keys_create, "create an API key and print it once (stored hashed)", keys)
     sp.add_argument("--name", required=True, help="who or what uses the key")
-    sp.add_argument("--scope", default="write", help="read (GET, match, verify, rerank) or write (everything)")
+    sp.add_argument("--scope", default="read", choices=["read", "write", "admin"],
+                    help="read (GET, match, verify, rerank), write (also posts, webhooks, the shared "
+                         "fact-checks) or admin (also every tenant's records)")
+    sp.add_argument("--tenant", default="default",
+                    help="the newsroom the key acts for: its jobs, posts and webhooks are its own")
     add("list", cmd_keys_list, "list API keys (ids and names, never the keys)", keys)
     sp = add("revoke", cmd_keys_revoke, "revoke an API key by id", keys)
     sp.add_argument("id")

@@ -18,6 +18,7 @@ from plugin.models import Mode
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
+from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.webhooks import Event, wants
 
 RERANK_CONFIG = "hybrid-rerank"
@@ -50,7 +51,7 @@ def run_verify(services: Services, job: dict[str, Any],
         verify_request(inp), cfg, progress=lambda stage, turn: services.jobs.progress(job["id"], stage, turn))
     lang = inp.get("lang") or detect_language(inp["claim"])
     result["deliveries"] = []
-    for sub in services.webhooks.all():
+    for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):
         if wants(sub, Event.CLAIM_VERIFIED, lang, None):
             did = services.webhooks.plan(sub, Event.CLAIM_VERIFIED, {k: v for k, v in result.items()
                                                                       if k != "deliveries"},
@@ -95,7 +96,7 @@ def run_post(services: Services, job: dict[str, Any],
     result = matcher.match(match_request(post)).to_dict()
     best = result["matches"][0]["score"] if result["matches"] else None
     deliveries = []
-    for sub in services.webhooks.all():
+    for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):
             did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result},
                                          dedupe_key=post["id"])

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound
+from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
@@ -61,9 +62,17 @@ def _age(stamp: str | None, now: datetime) -> float:
         return float("inf")
 
 
-def post_job_id(post_id: str) -> str:
-    """Deterministic, so resubmitting a post finds its job instead of making another."""
-    return "post_" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:24]
+def post_job_id(post_id: str, tenant: str = DEFAULT_TENANT) -> str:
+    """Deterministic, so resubmitting a post finds its job instead of making another; the tenant
+    is part of it, so one newsroom cannot claim (or block) another's post ids. The default
+    tenant's ids are what they were before tenants existed."""
+    key = post_id if tenant == DEFAULT_TENANT else f"{tenant}\x1f{post_id}"
+    return "post_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def visible(job: dict[str, Any], tenant: str | None) -> bool:
+    """Whether a key that sees ``tenant`` (``None``: every tenant, an admin) may see ``job``."""
+    return tenant is None or job.get("tenant", DEFAULT_TENANT) == tenant
 
 
 def fingerprint(obj: dict[str, Any]) -> str:
@@ -111,7 +120,8 @@ class JobStore:
                                  ex=self.ttl, nx=nx))
 
     def create(self, kind: JobKind, input: dict[str, Any], *, job_id: str | None = None,
-               ref: str | None = None, body: str | None = None) -> tuple[dict[str, Any], bool]:
+               ref: str | None = None, body: str | None = None,
+               tenant: str = DEFAULT_TENANT) -> tuple[dict[str, Any], bool]:
         """Record a queued job. With a given ``job_id`` (deterministic ids make submissions
         idempotent) an existing job is returned instead; ``(job, created)``."""
         if job_id is not None:
@@ -126,7 +136,8 @@ class JobStore:
                 return found, False
         now = now_iso()
         job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
-               "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input}
+               "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input,
+               "tenant": tenant}
         if body is not None:
             self.kv.call("write job body", self.kv.client.set, self._key(job["id"]) + ":body", body,
                          ex=self.ttl, nx=True)
@@ -134,12 +145,14 @@ class JobStore:
             return job, True
         return self.get(job["id"]), False
 
-    def submit_post(self, post: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def submit_post(self, post: dict[str, Any],
+                    tenant: str = DEFAULT_TENANT) -> tuple[dict[str, Any], bool]:
         """Record a post's job, idempotent on the post id: the same post again returns its job
         (``created`` false); the same id with different content is a ``Conflict``."""
         fp = fingerprint(post)
         job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
-                                   job_id=post_job_id(post["id"]), ref=post["id"])
+                                   job_id=post_job_id(post["id"], tenant), ref=post["id"],
+                                   tenant=tenant)
         if not created and job.get("input", {}).get("fingerprint") != fp:
             raise Conflict(f"post id {post['id']!r} was already submitted with different content; "
                            "use a new id for a new post")
@@ -148,13 +161,13 @@ class JobStore:
             now = now_iso()
             job = {"id": job["id"], "kind": JobKind.POST.value, "status": JobStatus.QUEUED.value,
                    "created_at": now, "queued_at": now, "attempts": 0, "ref": post["id"],
-                   "input": job["input"], "previous_error": job.get("error")}
+                   "input": job["input"], "previous_error": job.get("error"), "tenant": tenant}
             self._write(job)
             return job, True
         return job, created
 
-    def get_post(self, post_id: str) -> dict[str, Any]:
-        return self.get(post_job_id(post_id))
+    def get_post(self, post_id: str, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        return self.get(post_job_id(post_id, tenant), tenant)
 
     def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
         """Hand a job to the queue with ``send``. If the queue cannot be reached the job is
@@ -172,12 +185,12 @@ class JobStore:
                 pass  # Redis is down too: the queued record expires on its own
             raise err from exc
 
-    def get(self, job_id: str) -> dict[str, Any]:
+    def get(self, job_id: str, tenant: str | None = None) -> dict[str, Any]:
+        """The job; with ``tenant``, only if it is that tenant's (another's answers 404, exactly
+        as a job that does not exist: ids do not leak across newsrooms)."""
         raw = self.kv.call("read job", self.kv.client.get, self._key(job_id))
-        if raw is not None:
-            return json.loads(raw)
-        found = self.store.find(self.alias, job_id)
-        if found is None:
+        found = json.loads(raw) if raw is not None else self.store.find(self.alias, job_id)
+        if found is None or not visible(found, tenant):
             raise NotFound(f"no job with id {job_id!r}")
         return found
 

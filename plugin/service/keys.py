@@ -9,6 +9,7 @@ a window boundary.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -22,10 +23,13 @@ from plugin.settings import Settings
 
 
 class Scope(str, Enum):
-    """``read`` may query (GET routes, match, verify, rerank); ``write`` may also change state."""
+    """``read`` may query (GET routes, match, verify, rerank); ``write`` may also change state
+    (its tenant's posts and webhooks, and the shared fact-check corpus); ``admin`` may do all of
+    that and sees every tenant's jobs, posts and webhooks."""
 
     READ = "read"
     WRITE = "write"
+    ADMIN = "admin"
 
     @classmethod
     def parse(cls, value: str | Scope) -> Scope:
@@ -36,7 +40,19 @@ class Scope(str, Enum):
                            f"{', '.join(s.value for s in cls)}") from None
 
     def allows(self, needed: Scope) -> bool:
-        return self is Scope.WRITE or needed is Scope.READ
+        rank = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
+        return rank[self] >= rank[needed]
+
+
+#: The tenant of keys made before tenants existed, and of ``keys create`` without ``--tenant``.
+DEFAULT_TENANT = "default"
+TENANT = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,62}")
+
+
+def check_tenant(tenant: str) -> str:
+    if not TENANT.fullmatch(tenant):
+        raise BadInput(f"invalid tenant {tenant[:80]!r}: 1 to 63 lower-case letters, digits, '_', '.', '-'")
+    return tenant
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,13 @@ class ApiKey:
     name: str
     scope: Scope
     created_at: str
+    #: the newsroom the key acts for: its jobs, posts and webhooks are that tenant's own
+    tenant: str = DEFAULT_TENANT
+
+    @property
+    def sees(self) -> str | None:
+        """The tenant whose records this key may read and change; ``None`` (all) for admin."""
+        return None if self.scope is Scope.ADMIN else self.tenant
 
 
 def hash_key(key: str) -> str:
@@ -64,17 +87,19 @@ class KeyStore:
         self.limit = settings.rate_limit_requests
         self.window_s = settings.rate_limit_window_s
 
-    def create(self, name: str, scope: Scope = Scope.WRITE) -> tuple[ApiKey, str]:
+    def create(self, name: str, scope: Scope = Scope.READ,
+               tenant: str = DEFAULT_TENANT) -> tuple[ApiKey, str]:
         """A new key; returns its record and the key itself (never stored, never shown again)."""
         name = name.strip()
         if not name or len(name) > 200:
             raise BadInput("a key needs a --name of 1 to 200 characters")
         key = self.prefix + secrets.token_urlsafe(32)
         record = ApiKey(id="key_" + secrets.token_hex(8), name=name, scope=scope,
-                        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        tenant=check_tenant(tenant))
         digest = hash_key(key)
         fields = {"id": record.id, "name": record.name, "scope": record.scope.value,
-                  "created_at": record.created_at}
+                  "created_at": record.created_at, "tenant": record.tenant}
         pipe = self.kv.client.pipeline()
         pipe.hset(self.kv.key("apikey", digest), mapping=fields)
         pipe.hset(self.kv.key("apikeys"), record.id, digest)
@@ -89,7 +114,7 @@ class KeyStore:
         if not found:
             raise Unauthorized("unknown or revoked API key")
         return ApiKey(id=found["id"], name=found["name"], scope=Scope(found["scope"]),
-                      created_at=found["created_at"])
+                      created_at=found["created_at"], tenant=found.get("tenant") or DEFAULT_TENANT)
 
     def hit(self, key_id: str, now: float | None = None) -> tuple[int, int]:
         """Count one request against the key's window; returns ``(remaining, reset_s)`` or raises

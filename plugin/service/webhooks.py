@@ -41,6 +41,7 @@ from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES
                                      DeliveryError, Reply, Target, Unresolvable, check_target,
                                      check_url, is_public_address, post, resolve_host)
 from plugin.service.jobs import now_iso
+from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
 
@@ -49,7 +50,7 @@ TIMESTAMP_HEADER = "X-FactSieve-Timestamp"
 DELIVERY_HEADER = "X-FactSieve-Delivery"
 EVENT_HEADER = "X-FactSieve-Event"
 
-#: Subscriptions one owner may hold (the whole deployment, for subscriptions without an owner).
+#: Subscriptions one owner (a tenant) may hold (the whole deployment, for subscriptions without one).
 MAX_SUBSCRIPTIONS_PER_OWNER = 100
 #: How long the secret a rotation replaced still signs deliveries, so receivers can switch over.
 SECRET_OVERLAP_S = 24 * 3600
@@ -209,6 +210,12 @@ class Outcome:
 _PUBLIC_FIELDS = ("id", "url", "events", "languages", "min_score", "created_at")
 
 
+def belongs(subscription: dict[str, Any], tenant: str | None) -> bool:
+    """Whether a key that sees ``tenant`` (``None``: all, an admin) may see this subscription;
+    one made before tenants existed belongs to the default tenant."""
+    return tenant is None or subscription.get("owner", DEFAULT_TENANT) == tenant
+
+
 def public(subscription: dict[str, Any]) -> dict[str, Any]:
     """A subscription as the API shows it: never with its secret."""
     return {k: subscription.get(k) for k in _PUBLIC_FIELDS}
@@ -272,11 +279,19 @@ class WebhookStore:
             raise NotFound(f"no webhook subscription with id {sub_id!r}")
         return json.loads(raw)
 
-    def get(self, sub_id: str) -> dict[str, Any]:
-        return public(self._load(sub_id))
+    def get(self, sub_id: str, tenant: str | None = None) -> dict[str, Any]:
+        """The subscription without its secret; with ``tenant``, only that tenant's own (another
+        tenant's id answers exactly as an unknown one)."""
+        sub = self._load(sub_id)
+        if not belongs(sub, tenant):
+            raise NotFound(f"no webhook subscription with id {sub_id!r}")
+        return public(sub)
 
-    def all(self) -> list[dict[str, Any]]:
-        """Every subscription, secrets included (for the workers)."""
+    def all(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Every subscription (of ``tenant``, when given), secrets included (for the workers)."""
+        return [s for s in self._all() if belongs(s, tenant)]
+
+    def _all(self) -> list[dict[str, Any]]:
         ids = self.kv.call("list webhooks", self.kv.client.smembers, self.kv.key("webhook-ids"))
         if not ids:
             return []
@@ -284,8 +299,8 @@ class WebhookStore:
                             [self.kv.key("webhook", i) for i in sorted(ids)])
         return sorted((json.loads(r) for r in raws if r), key=lambda s: s["created_at"])
 
-    def list(self) -> list[dict[str, Any]]:
-        return [public(s) for s in self.all()]
+    def list(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        return [public(s) for s in self.all(tenant)]
 
     def delete(self, sub_id: str) -> None:
         sub = self._load(sub_id)

@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+from plugin.service.keys import Scope
+
 from tests.integration.conftest import (API_FACTCHECKS, Receiver, Worker, cleanup_deployment,
                                         namespaced, wait_for)
 
@@ -31,7 +33,7 @@ def deployment(settings, store, embedder, tmp_path):
 def test_kill9_mid_job_then_restart_completes_once(deployment, tmp_path):
     app, services, receiver = deployment
     client = app.test_client()
-    headers = {"Authorization": f"Bearer {services.keys.create('fault test')[1]}"}
+    headers = {"Authorization": f"Bearer {services.keys.create('fault test', Scope.WRITE)[1]}"}
     resp = client.post("/v1/fact-checks", data=API_FACTCHECKS.read_bytes(),
                        headers={**headers, "Content-Type": "application/x-ndjson"})
     assert resp.status_code == 200 and resp.get_json()["indexed"] == 8

@@ -27,9 +27,9 @@ def test_scopes(have, need, ok):
 
 
 def test_scope_parse_lists_valid_values():
-    assert Scope.parse("read") is Scope.READ
-    with pytest.raises(BadInput, match="read, write"):
-        Scope.parse("admin")
+    assert Scope.parse("read") is Scope.READ and Scope.parse("admin") is Scope.ADMIN
+    with pytest.raises(BadInput, match="read, write, admin"):
+        Scope.parse("root")
 
 
 @pytest.mark.parametrize("url, shown", [
