@@ -32,6 +32,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from plugin.service.keys import Scope  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
 
 SCHEMATHESIS = "schemathesis==4.32.5"
@@ -75,7 +76,7 @@ class Deployment:
         report = ingest(read_records(files, Format.jsonl), store=self.services.store,
                         embedder=self.services.embedder, index=self.settings.index)
         self.corpus = report.indexed + report.updated
-        self.key = self.services.keys.create("api_checks")[1]
+        self.key = self.services.keys.create("api_checks", Scope.WRITE)[1]
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="factsieve-serve-", suffix=".log", delete=False)
