@@ -3,6 +3,7 @@
 
   .venv/bin/python scripts/api_checks.py load [--requests 2000] [--concurrency 1,8] [--seconds 60]
   .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
+  .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200]
 
 Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
 jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
@@ -248,6 +249,76 @@ def _status_codes(event: object) -> list[int]:
     return found
 
 
+def start_workers(dep: Deployment, n: int, queues: str = "match") -> list[subprocess.Popen]:
+    """``n`` worker processes (``factsieve worker``, one task at a time each) for the deployment."""
+    procs = []
+    for i in range(n):
+        log = open(tempfile.mktemp(prefix=f"factsieve-worker{i}-", suffix=".log"), "w")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "worker", "--pool", "solo", "--concurrency", "1",
+             "--hostname", f"bench{i}-{uuid.uuid4().hex[:6]}@%h", "--queues", queues],
+            cwd=ROOT, env=env_for(dep.settings), stdout=log, stderr=subprocess.STDOUT))
+    return procs
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_posts(dep: Deployment, n_workers: int, n_posts: int, timeout_s: float) -> dict:
+    """Submit ``n_posts`` posts at once, then time until every job has finished."""
+    posts = sample_posts()
+    procs = start_workers(dep, n_workers)
+    try:
+        # warm-up: each worker loads the model on its first post
+        warm = [requests.post(f"{dep.base}/v1/posts", headers=dep.headers, timeout=30,
+                              json={"id": f"warm-{uuid.uuid4().hex}", "text": posts[i % len(posts)]}).json()
+                for i in range(2 * n_workers)]
+        _wait(dep, [w["job_id"] for w in warm], timeout_s)
+        t0 = time.perf_counter()
+        jobs = [requests.post(f"{dep.base}/v1/posts", headers=dep.headers, timeout=30,
+                              json={"id": f"p-{uuid.uuid4().hex}", "text": posts[i % len(posts)]}).json()["job_id"]
+                for i in range(n_posts)]
+        statuses = _wait(dep, jobs, timeout_s)
+        secs = time.perf_counter() - t0
+        return {"celery_workers": n_workers, "posts": n_posts, "seconds": round(secs, 1),
+                "posts_per_s": round(n_posts / secs, 2), "statuses": statuses}
+    finally:
+        stop(procs)
+
+
+def _wait(dep: Deployment, job_ids: list[str], timeout_s: float) -> dict[str, int]:
+    deadline = time.monotonic() + timeout_s
+    pending = set(job_ids)
+    done: dict[str, int] = {}
+    while pending and time.monotonic() < deadline:
+        for job_id in list(pending):
+            status = requests.get(f"{dep.base}/v1/jobs/{job_id}", headers=dep.headers, timeout=30).json()["status"]
+            if status in ("succeeded", "failed"):
+                pending.discard(job_id)
+                done[status] = done.get(status, 0) + 1
+        time.sleep(0.2)
+    if pending:
+        done["unfinished"] = len(pending)
+    return done
+
+
+def cmd_posts(args: argparse.Namespace) -> dict:
+    dep = Deployment(1, rate_limit_requests=10_000_000)
+    try:
+        runs = [run_posts(dep, n, args.posts, args.timeout) for n in (int(x) for x in args.celery_workers.split(","))]
+        return {"what": "POST /v1/posts, all at once, until every job finished (match + webhook planning)",
+                "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(), "runs": runs}
+    finally:
+        dep.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -262,8 +333,12 @@ def main() -> None:
     st.add_argument("--seed", type=int, default=1)
     st.add_argument("--workers", type=int, default=2)
     st.add_argument("--keep-report", action="store_true", help="keep schemathesis' NDJSON events")
+    posts = sub.add_parser("posts", help="posts/s through the queue with 1, 2 … Celery worker processes")
+    posts.add_argument("--celery-workers", default="1,2")
+    posts.add_argument("--posts", type=int, default=200)
+    posts.add_argument("--timeout", type=float, default=600)
     args = p.parse_args()
-    result = {"load": cmd_load, "schemathesis": cmd_schemathesis}[args.command](args)
+    result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts}[args.command](args)
     print(json.dumps(result, indent=2))
 
 

@@ -1,0 +1,278 @@
+#!/usr/bin/env python
+"""Faults, injected into a real deployment, and what they cost: one JSON line per scenario.
+
+  .venv/bin/python scripts/fault_runner.py [--scenarios NAME,...] [--posts 12]
+
+Each scenario makes its own deployment (``api_checks.Deployment``: Redis prefix, fact-check and
+jobs aliases, sample corpus, API key, gunicorn), runs real ``factsieve worker`` processes, sends
+posts through ``POST /v1/posts``, injects its fault, waits, and prints
+``{"scenario", "requests", "errors_5xx", "failed_after_retry", "lost_jobs", "lost_docs",
+"recovered_s", ...}``: ``lost_jobs`` counts jobs (and webhook deliveries) left neither succeeded
+nor failed at the end, ``failed_after_retry`` those that ended failed. Not a test: it measures.
+
+Scenarios: worker-kill (kill -9 a worker holding jobs, start another), webhook-gzip-bomb,
+webhook-drip, webhook-500-then-200 (hostile or flaky receivers), opensearch-outage (OpenSearch
+unreachable longer than the retry window: jobs fail, then the failed posts are submitted again).
+Not here yet: Redis restart, a poison message and the 3-node OpenSearch kill (issue 11).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.server
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from api_checks import Deployment, sample_posts, start_workers, stop  # noqa: E402
+
+#: short enough that a killed worker's job is redelivered within the run
+FAST = {"broker_visibility_timeout_s": 8, "task_max_retries": 2, "task_time_limit_s": 120,
+        "webhook_allowed_hosts": ("127.0.0.1",), "webhook_timeout_s": 2.0, "webhook_max_attempts": 3,
+        "webhook_backoff_s": 0.5, "webhook_backoff_max_s": 1.0, "rate_limit_requests": 10_000_000}
+
+
+class Counter:
+    def __init__(self, dep: Deployment) -> None:
+        self.dep, self.requests, self.errors_5xx = dep, 0, 0
+
+    def call(self, method: str, path: str, **kw: Any) -> requests.Response:
+        self.requests += 1
+        resp = requests.request(method, f"{self.dep.base}{path}", headers=self.dep.headers, timeout=30, **kw)
+        self.errors_5xx += resp.status_code >= 500
+        return resp
+
+    def post(self, text: str, post_id: str | None = None) -> str:
+        body = {"id": post_id or f"f-{uuid.uuid4().hex}", "text": text}
+        resp = self.call("POST", "/v1/posts", json=body)
+        return resp.json()["job_id"] if resp.status_code == 202 else ""
+
+    def wait(self, job_ids: list[str], timeout_s: float) -> dict[str, int]:
+        deadline, pending, out = time.monotonic() + timeout_s, set(job_ids), {"succeeded": 0, "failed": 0}
+        while pending and time.monotonic() < deadline:
+            for job_id in list(pending):
+                resp = self.call("GET", f"/v1/jobs/{job_id}")
+                status = resp.json().get("status") if resp.status_code == 200 else None
+                if status in ("succeeded", "failed"):
+                    pending.discard(job_id)
+                    out[status] += 1
+            time.sleep(0.3)
+        out["lost"] = len(pending)
+        return out
+
+
+def line(name: str, c: Counter, jobs: dict[str, int], recovered_s: float, **extra: Any) -> dict[str, Any]:
+    return {"scenario": name, "requests": c.requests, "errors_5xx": c.errors_5xx,
+            "failed_after_retry": jobs.get("failed", 0), "lost_jobs": jobs.get("lost", 0),
+            "lost_docs": 0, "recovered_s": round(recovered_s, 1), **extra}
+
+
+def worker_kill(n_posts: int) -> dict[str, Any]:
+    dep = Deployment(1, **FAST)
+    c = Counter(dep)
+    workers = start_workers(dep, 2)
+    try:
+        posts = sample_posts()
+        jobs = [c.post(posts[i % len(posts)]) for i in range(n_posts)]
+        time.sleep(3)  # let both workers take jobs
+        workers[0].send_signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        workers += start_workers(dep, 1)
+        result = c.wait(jobs, 300)
+        return line("worker-kill", c, result, time.monotonic() - t0)
+    finally:
+        stop(workers)
+        dep.close()
+
+
+class Receiver:
+    """A local webhook receiver with one behaviour: ``bomb``, ``drip`` or ``flaky`` (500, then 200)."""
+
+    def __init__(self, behaviour: str) -> None:
+        self.hits = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.hits += 1
+                if behaviour == "bomb":  # 64 MB of zeros, 64 KB on the wire
+                    body = gzip.compress(b"\0" * (64 << 20))
+                    self.send_response(200)
+                    self.send_header("Content-Encoding", "gzip")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                elif behaviour == "drip":  # a byte every 0.5 s, far past the deadline
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    try:
+                        for _ in range(60):
+                            self.wfile.write(b"x")
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                    except OSError:
+                        pass
+                else:
+                    self.send_response(500 if outer.hits == 1 else 200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def webhook(behaviour: str, name: str) -> dict[str, Any]:
+    dep = Deployment(1, **FAST)
+    c = Counter(dep)
+    receiver = Receiver(behaviour)
+    workers = start_workers(dep, 1, queues="match,webhooks")
+    try:
+        sub = c.call("POST", "/v1/webhooks", json={"url": receiver.url, "events": ["post.matched"]}).json()
+        t0 = time.monotonic()
+        job = c.post("The new Covid-19 vaccines will permanently alter your DNA")
+        result = c.wait([job], 120)
+        deadline, log = time.monotonic() + 120, []
+        while time.monotonic() < deadline:
+            log = c.call("GET", f"/v1/webhooks/{sub['id']}/deliveries").json()["deliveries"]
+            if log and all(d["status"] != "pending" for d in log):
+                break
+            time.sleep(0.5)
+        pending = sum(d["status"] == "pending" for d in log) if log else 1
+        failed = sum(d["status"] == "failed" for d in log)
+        errors = [a.get("error") for d in log for a in d.get("attempts", []) if a.get("error")]
+        alive = all(w.poll() is None for w in workers)
+        return line(name, c, {"failed": result["failed"] + failed, "lost": result["lost"] + pending},
+                    time.monotonic() - t0, receiver_hits=receiver.hits, worker_alive=alive,
+                    delivery=[d["status"] for d in log], attempt_errors=errors[:3])
+    finally:
+        stop(workers)
+        receiver.close()
+        dep.close()
+
+
+class Proxy:
+    """A TCP proxy to OpenSearch that can be cut (``down``) and restored (``up``)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target, self.open = target, True
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self.sock.accept()
+            if not self.open:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            self.conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def down(self) -> None:
+        self.open = False
+        for s in self.conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.conns = []
+
+    def up(self) -> None:
+        self.open = True
+
+
+def opensearch_outage(n_posts: int, outage_s: float = 25.0) -> dict[str, Any]:
+    from plugin.settings import Settings
+
+    target = Settings().opensearch_url.split("//", 1)[1].split("/", 1)[0]
+    host, port = target.rsplit(":", 1)
+    proxy = Proxy((host, int(port)))
+    dep = Deployment(1, **FAST, opensearch_url=f"http://127.0.0.1:{proxy.port}", opensearch_timeout_s=3.0)
+    c = Counter(dep)
+    workers = start_workers(dep, 1)
+    try:
+        posts = sample_posts()
+        ids = [f"o-{uuid.uuid4().hex}" for _ in range(n_posts)]
+        proxy.down()
+        t_down = time.monotonic()
+        jobs = {pid: c.post(posts[i % len(posts)], pid) for i, pid in enumerate(ids)}
+        first = c.wait([j for j in jobs.values() if j], outage_s + 120)  # they retry, then fail
+        time.sleep(max(0.0, outage_s - (time.monotonic() - t_down)))
+        proxy.up()
+        t_up = time.monotonic()
+        # a failed post can be submitted again: the same ids, the same texts
+        again = [c.post(posts[i % len(posts)], pid) for i, pid in enumerate(ids)]
+        second = c.wait([j for j in again if j], 180)
+        return line("opensearch-outage", c, {"failed": second["failed"], "lost": first["lost"] + second["lost"]},
+                    time.monotonic() - t_up, outage_s=outage_s, during_outage=first,
+                    api_503_during_outage=c.errors_5xx)
+    finally:
+        stop(workers)
+        proxy.up()
+        dep.close()
+
+
+SCENARIOS = {
+    "worker-kill": lambda a: worker_kill(a.posts),
+    "webhook-gzip-bomb": lambda a: webhook("bomb", "webhook-gzip-bomb"),
+    "webhook-drip": lambda a: webhook("drip", "webhook-drip"),
+    "webhook-500-then-200": lambda a: webhook("flaky", "webhook-500-then-200"),
+    "opensearch-outage": lambda a: opensearch_outage(a.posts),
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--posts", type=int, default=12)
+    args = p.parse_args()
+    for name in args.scenarios.split(","):
+        print(json.dumps(SCENARIOS[name](args)), flush=True)
+    for name in ("redis-restart", "poison-message", "opensearch-node-kill"):
+        print(json.dumps({"scenario": name, "skipped": "not built yet (issue 11 stays open)"}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
