@@ -13,7 +13,8 @@ nor failed at the end, ``failed_after_retry`` those that ended failed. Not a tes
 Scenarios: worker-kill (kill -9 a worker holding jobs, start another), webhook-gzip-bomb,
 webhook-drip, webhook-500-then-200 (hostile or flaky receivers), opensearch-outage (OpenSearch
 unreachable longer than the retry window: jobs fail, then the failed posts are submitted again).
-Not here yet: Redis restart, a poison message and the 3-node OpenSearch kill (issue 11).
+redis-restart (posts queued, Redis restarted from its append-only file, then a worker). Not
+here yet: a poison message and the 3-node OpenSearch kill (issue 11).
 """
 from __future__ import annotations
 
@@ -254,7 +255,65 @@ def opensearch_outage(n_posts: int, outage_s: float = 25.0) -> dict[str, Any]:
         dep.close()
 
 
+class LocalRedis:
+    """A Redis of its own (append-only file on, as ``scripts/services.sh`` starts it) that can be
+    restarted."""
+
+    def __init__(self) -> None:
+        import shutil
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="factsieve-redis-")
+        self.bin = shutil.which("redis-server") or "redis-server"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.start()
+
+    def start(self) -> None:
+        import subprocess
+
+        subprocess.run([self.bin, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self.dir,
+                        "--daemonize", "yes", "--save", "", "--appendonly", "yes",
+                        "--appendfsync", "always", "--pidfile", f"{self.dir}/redis.pid"], check=True)
+        for _ in range(50):
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        import subprocess
+
+        subprocess.run(["redis-cli", "-p", str(self.port), "shutdown"], capture_output=True)
+        time.sleep(0.5)
+
+
+def redis_restart(n_posts: int) -> dict[str, Any]:
+    """Posts queued, Redis restarted before any worker took them: nothing is lost (AOF)."""
+    redis_ = LocalRedis()
+    dep = Deployment(1, **FAST, redis_url=redis_.url)
+    c = Counter(dep)
+    workers: list = []
+    try:
+        posts = sample_posts()
+        jobs = [c.post(posts[i % len(posts)]) for i in range(n_posts)]
+        redis_.stop()
+        t0 = time.monotonic()
+        redis_.start()
+        workers = start_workers(dep, 1)
+        result = c.wait(jobs, 300)
+        return line("redis-restart", c, result, time.monotonic() - t0)
+    finally:
+        stop(workers)
+        dep.close()
+        redis_.stop()
+
+
 SCENARIOS = {
+    "redis-restart": lambda a: redis_restart(a.posts),
     "worker-kill": lambda a: worker_kill(a.posts),
     "webhook-gzip-bomb": lambda a: webhook("bomb", "webhook-gzip-bomb"),
     "webhook-drip": lambda a: webhook("drip", "webhook-drip"),
@@ -270,7 +329,7 @@ def main() -> None:
     args = p.parse_args()
     for name in args.scenarios.split(","):
         print(json.dumps(SCENARIOS[name](args)), flush=True)
-    for name in ("redis-restart", "poison-message", "opensearch-node-kill"):
+    for name in ("poison-message", "opensearch-node-kill"):
         print(json.dumps({"scenario": name, "skipped": "not built yet (issue 11 stays open)"}), flush=True)
 
 
