@@ -13,8 +13,9 @@ nor failed at the end, ``failed_after_retry`` those that ended failed. Not a tes
 Scenarios: worker-kill (kill -9 a worker holding jobs, start another), webhook-gzip-bomb,
 webhook-drip, webhook-500-then-200 (hostile or flaky receivers), opensearch-outage (OpenSearch
 unreachable longer than the retry window: jobs fail, then the failed posts are submitted again).
-redis-restart (posts queued, Redis restarted from its append-only file, then a worker). Not
-here yet: a poison message and the 3-node OpenSearch kill (issue 11).
+redis-restart (posts queued, Redis restarted from its append-only file, then a worker),
+poison-message (a job whose worker is killed every time it runs must end failed). Not here yet:
+the 3-node OpenSearch kill (issue 11).
 """
 from __future__ import annotations
 
@@ -312,7 +313,40 @@ def redis_restart(n_posts: int) -> dict[str, Any]:
         redis_.stop()
 
 
+def poison_message() -> dict[str, Any]:
+    """A job that kills its worker every time it runs (emulated: kill -9 as soon as it runs):
+    after ``job_max_deliveries`` starts it fails instead of being delivered forever."""
+    dep = Deployment(1, **FAST)
+    c = Counter(dep)
+    workers: list = []
+    try:
+        job = c.post("The new Covid-19 vaccines will permanently alter your DNA")
+        t0, kills, seen = time.monotonic(), 0, 0
+        final: dict[str, Any] = {}
+        while time.monotonic() - t0 < 240:
+            workers = start_workers(dep, 1)
+            while time.monotonic() - t0 < 240:  # until the job runs again (or ends)
+                final = c.call("GET", f"/v1/jobs/{job}").json()
+                if final["status"] in ("succeeded", "failed") or final.get("attempts", 0) > seen:
+                    break
+                time.sleep(0.05)
+            if final.get("status") in ("succeeded", "failed"):
+                break
+            seen = final.get("attempts", 0)
+            workers[0].send_signal(signal.SIGKILL)  # the message "kills" its worker
+            workers[0].wait()
+            workers, kills = [], kills + 1
+        final = c.call("GET", f"/v1/jobs/{job}").json()
+        result = {"failed": int(final["status"] == "failed"), "lost": int(final["status"] not in ("succeeded", "failed"))}
+        return line("poison-message", c, result, time.monotonic() - t0, worker_kills=kills,
+                    final_status=final["status"], error=(final.get("error") or {}).get("detail"))
+    finally:
+        stop(workers)
+        dep.close()
+
+
 SCENARIOS = {
+    "poison-message": lambda a: poison_message(),
     "redis-restart": lambda a: redis_restart(a.posts),
     "worker-kill": lambda a: worker_kill(a.posts),
     "webhook-gzip-bomb": lambda a: webhook("bomb", "webhook-gzip-bomb"),
@@ -329,7 +363,7 @@ def main() -> None:
     args = p.parse_args()
     for name in args.scenarios.split(","):
         print(json.dumps(SCENARIOS[name](args)), flush=True)
-    for name in ("poison-message", "opensearch-node-kill"):
+    for name in ("opensearch-node-kill",):
         print(json.dumps({"scenario": name, "skipped": "not built yet (issue 11 stays open)"}), flush=True)
 
 
