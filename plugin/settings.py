@@ -25,6 +25,7 @@ def default_cache_dir() -> Path:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FACTSIEVE_", extra="ignore")
 
+    #: One URL, or a cluster's nodes comma-separated (requests spread over them, retried on another).
     opensearch_url: str = "http://127.0.0.1:9200"
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
@@ -166,7 +167,8 @@ class Settings(BaseSettings):
     @field_validator("opensearch_url")
     @classmethod
     def _strip_slash(cls, v: str) -> str:
-        return v.rstrip("/")
+        # one URL, or a cluster's nodes comma-separated
+        return ",".join(u.strip().rstrip("/") for u in v.split(",") if u.strip())
 
     @property
     def model_cache_dir(self) -> Path:

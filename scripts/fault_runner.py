@@ -14,8 +14,8 @@ Scenarios: worker-kill (kill -9 a worker holding jobs, start another), webhook-g
 webhook-drip, webhook-500-then-200 (hostile or flaky receivers), opensearch-outage (OpenSearch
 unreachable longer than the retry window: jobs fail, then the failed posts are submitted again).
 redis-restart (posts queued, Redis restarted from its append-only file, then a worker),
-poison-message (a job whose worker is killed every time it runs must end failed). Not here yet:
-the 3-node OpenSearch kill (issue 11).
+poison-message (a job whose worker is killed every time it runs must end failed),
+opensearch-node-kill (with ``--cluster``: kill -9 of one of 3 nodes under match and ingest load).
 """
 from __future__ import annotations
 
@@ -345,7 +345,69 @@ def poison_message() -> dict[str, Any]:
         dep.close()
 
 
+def opensearch_node_kill(cluster: str, seconds: float = 30.0) -> dict[str, Any]:
+    """Matches and ingests without pause against a 3-node cluster (`scripts/services.sh up --nodes
+    3`; indexes with one replica), ``kill -9`` of node 3 a third of the way in, the node started
+    again at two thirds: failed API requests (the client retries on another node), fact-checks
+    acknowledged but missing afterwards, and seconds until the cluster is green again."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    dep = Deployment(2, **FAST, opensearch_url=cluster, index_replicas=1)
+    c = Counter(dep)
+    acked: list[str] = []
+    failed: list[int] = []
+    stop_at = time.monotonic() + seconds
+    posts = sample_posts()
+
+    def matches() -> None:
+        i = 0
+        while time.monotonic() < stop_at:
+            resp = c.call("POST", "/v1/match", json={"text": posts[i % len(posts)], "k": 5})
+            if resp.status_code != 200:
+                failed.append(resp.status_code)
+            i += 1
+
+    def ingests() -> None:
+        while time.monotonic() < stop_at:
+            rows = [{"id": f"nk-{uuid.uuid4().hex}", "claim": f"Node kill claim {uuid.uuid4().hex[:8]}",
+                     "url": "https://example.org/nk"} for _ in range(5)]
+            resp = c.call("POST", "/v1/fact-checks", json=rows)
+            if resp.status_code == 200:
+                acked.extend(r["id"] for r in rows)
+            else:
+                failed.append(resp.status_code)
+
+    node_pid = Path(ROOT / ".cache" / "opensearch" / "cluster" / "node-3.pid")
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            jobs = [pool.submit(matches), pool.submit(matches), pool.submit(ingests)]
+            time.sleep(seconds / 3)
+            subprocess.run(["kill", "-9", node_pid.read_text().strip()], check=True)
+            time.sleep(seconds / 3)
+            subprocess.run([str(ROOT / "scripts" / "services.sh"), "node-up", "3", "3"], check=True,
+                           capture_output=True)
+            t_up = time.monotonic()
+            for j in jobs:
+                j.result()
+        health = requests.get(f"{cluster.split(',')[0]}/_cluster/health",
+                              params={"wait_for_status": "green", "timeout": "180s"}, timeout=200).json()
+        recovered = time.monotonic() - t_up
+        store = dep.services.store
+        store.refresh(dep.settings.index)
+        found = {h["_id"] for h in store.scan(dep.settings.index, {"query": {"prefix": {"id": "nk-"}},
+                                                                    "_source": False})}
+        lost = len(set(acked) - found)
+        return line("opensearch-node-kill", c, {"failed": len(failed), "lost": 0}, recovered,
+                    lost_docs=lost, docs_acknowledged=len(acked), final_status=health.get("status"),
+                    failed_statuses=sorted(set(failed)))
+    finally:
+        dep.close()
+
+
 SCENARIOS = {
+    "opensearch-node-kill": lambda a: opensearch_node_kill(a.cluster) if a.cluster else
+    {"scenario": "opensearch-node-kill", "skipped": "needs --cluster URLS (scripts/services.sh up --nodes 3)"},
     "poison-message": lambda a: poison_message(),
     "redis-restart": lambda a: redis_restart(a.posts),
     "worker-kill": lambda a: worker_kill(a.posts),
@@ -360,11 +422,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--posts", type=int, default=12)
+    p.add_argument("--cluster", help="a 3-node cluster's URLs, comma-separated, for opensearch-node-kill")
     args = p.parse_args()
     for name in args.scenarios.split(","):
         print(json.dumps(SCENARIOS[name](args)), flush=True)
-    for name in ("opensearch-node-kill",):
-        print(json.dumps({"scenario": name, "skipped": "not built yet (issue 11 stays open)"}), flush=True)
 
 
 if __name__ == "__main__":

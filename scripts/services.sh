@@ -22,7 +22,7 @@
 # `make install` installs both. It listens on 127.0.0.1:8089 (FACTSIEVE_LLM_PORT); point
 # FACTSIEVE_LLM_URL at http://127.0.0.1:8089/v1.
 #
-# usage: scripts/services.sh up|down|status|fetch
+# usage: scripts/services.sh up|down [--nodes N]|status|fetch
 set -euo pipefail
 
 OS_VERSION="${FACTSIEVE_OS_VERSION:-2.19.1}"
@@ -355,13 +355,85 @@ llm_down() {
   fi
 }
 
+# -- a cluster of several nodes on loopback (`up --nodes N`, N > 1) ---------------------------------
+# For the fault runner's node-kill scenario and anyone who wants replicas: N nodes named
+# factsieve-node-<i> in the cluster factsieve-cluster, HTTP on 9211.., transport on 9311..,
+# 512 MB heaps, data under .cache/opensearch/cluster/. Apart from the single node on 9200, so
+# both can run. FACTSIEVE_OPENSEARCH_URL takes the comma-separated list `up` prints.
+CL_DIR="$CACHE/opensearch/cluster"
+CL_HEAP="${FACTSIEVE_OS_CLUSTER_HEAP:-512m}"
+
+cluster_node_up() {  # cluster_node_up I N: start node I of an N-node cluster (returns at once)
+  local i="$1" n="$2" seeds="" masters="" j
+  for j in $(seq 1 "$n"); do
+    seeds="$seeds,127.0.0.1:$((9310 + j))"; masters="$masters,factsieve-node-$j"
+  done
+  mkdir -p "$CL_DIR/data-$i" "$CL_DIR/logs-$i"
+  local as_user=()
+  if [ "$(id -u)" = 0 ]; then
+    id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
+    chown -R "$OS_USER" "$OS_HOME" "$CL_DIR"
+    as_user=(runuser -u "$OS_USER" --)
+  fi
+  local java_opts="-Xms$CL_HEAP -Xmx$CL_HEAP" ml_opts=()
+  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
+    java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
+    ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false -Eplugins.ml_commons.native_memory_threshold=100)
+  fi
+  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
+    "$OS_HOME/bin/opensearch" -d -p "$CL_DIR/node-$i.pid" "${ml_opts[@]}" \
+    -Ecluster.name=factsieve-cluster -Enode.name="factsieve-node-$i" \
+    -Enetwork.host=127.0.0.1 -Ehttp.port="$((9210 + i))" -Etransport.port="$((9310 + i))" \
+    -Ediscovery.seed_hosts="${seeds#,}" -Ecluster.initial_cluster_manager_nodes="${masters#,}" \
+    -Epath.data="$CL_DIR/data-$i" -Epath.logs="$CL_DIR/logs-$i" \
+    -Ecluster.routing.allocation.disk.threshold_enabled=false \
+    -Eaction.auto_create_index=false > "$CL_DIR/logs-$i/console.log" 2>&1 < /dev/null
+}
+
+cluster_up() {  # cluster_up N
+  local n="$1" i urls=""
+  fetch_opensearch
+  for i in $(seq 1 "$n"); do
+    if curl -fs --max-time 2 "http://127.0.0.1:$((9210 + i))/" >/dev/null 2>&1; then continue; fi
+    log "starting cluster node $i of $n on 127.0.0.1:$((9210 + i)) (heap $CL_HEAP)"
+    cluster_node_up "$i" "$n"
+  done
+  for i in $(seq 1 "$n"); do urls="$urls,http://127.0.0.1:$((9210 + i))"; done
+  for _ in $(seq 1 240); do
+    if curl -fs --max-time 2 "http://127.0.0.1:9211/_cluster/health?wait_for_nodes=$n&timeout=1s" 2>/dev/null \
+         | grep -q '"status":"\(green\|yellow\)".*"number_of_nodes":'"$n"','; then
+      log "cluster of $n nodes healthy: FACTSIEVE_OPENSEARCH_URL=${urls#,}"
+      echo "${urls#,}"; return
+    fi
+    sleep 1
+  done
+  log "the cluster did not form in 240 s; see $CL_DIR/logs-*/"
+  exit 1
+}
+
+cluster_down() {
+  local pidfile pid
+  for pidfile in "$CL_DIR"/node-*.pid; do
+    [ -f "$pidfile" ] || continue
+    pid="$(cat "$pidfile")"
+    if kill -0 "$pid" 2>/dev/null; then log "stopping $(basename "$pidfile" .pid)"; kill "$pid"; fi
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+}
+
+NODES=1
+if [ "${2:-}" = "--nodes" ]; then NODES="${3:?--nodes needs a number}"; fi
+
 case "${1:-}" in
   fetch) fetch_opensearch; redis_bin >/dev/null ;;
-  up) redis_up; llm_start; opensearch_up; llm_wait ;;
-  down) opensearch_down; redis_down; llm_down ;;
+  up) if [ "$NODES" -gt 1 ]; then cluster_up "$NODES"; else redis_up; llm_start; opensearch_up; llm_wait; fi ;;
+  down) if [ "$NODES" -gt 1 ]; then cluster_down; else opensearch_down; redis_down; llm_down; fi ;;
+  node-up) cluster_node_up "${2:?node number}" "${3:?cluster size}" ;;  # the fault runner restarts a node
   status)
     if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi
     if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi
     if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi ;;
-  *) echo "usage: $0 up|down|status|fetch" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down [--nodes N]|status|fetch" >&2; exit 2 ;;
 esac

@@ -27,14 +27,17 @@ class Store:
     """A thin, translated facade over ``opensearchpy.OpenSearch``."""
 
     def __init__(self, settings: Settings, client: OpenSearch | None = None) -> None:
-        self.url = redact_url(settings.opensearch_url)  # what messages show: never credentials
+        # one URL, or several (a cluster's nodes, comma-separated): the client spreads requests
+        # over them and retries a request that could not connect on another node
+        hosts = [u.strip() for u in settings.opensearch_url.split(",") if u.strip()]
+        self.url = ", ".join(redact_url(u) for u in hosts)  # what messages show: never credentials
         auth = None
         if settings.opensearch_user and settings.opensearch_password:
             auth = (settings.opensearch_user, settings.opensearch_password.get_secret_value())
-        if (auth or urlsplit(settings.opensearch_url).password) and settings.opensearch_url.startswith("http://"):
+        if any((auth or urlsplit(u).password) and u.startswith("http://") for u in hosts):
             log.warning("OpenSearch credentials are sent over plain http to %s: use https", self.url)
         self.client = client or OpenSearch(
-            hosts=[self.url], http_auth=auth, timeout=settings.opensearch_timeout_s,
+            hosts=hosts, http_auth=auth, timeout=settings.opensearch_timeout_s,
             max_retries=2, retry_on_timeout=True, http_compress=False,
             # a connection per concurrent caller (API threads, bench's throughput run): with
             # one, urllib3 opened and dropped a connection for every extra concurrent request

@@ -208,9 +208,9 @@ def _template_entry(store: Store, settings: Settings, alias: str, texts: list[st
 
     try:
         store.request("get search template", "GET", f"/_scripts/{settings.search_template}")
-        got = template_latency(settings.opensearch_url, alias, settings.search_template, texts[:10],
+        got = template_latency(settings.opensearch_url.split(",")[0], alias, settings.search_template, texts[:10],
                                mode=mode.value)  # warm-up
-        got = template_latency(settings.opensearch_url, alias, settings.search_template, texts,
+        got = template_latency(settings.opensearch_url.split(",")[0], alias, settings.search_template, texts,
                                mode=mode.value)
     except NotFound as exc:
         return {"skipped": f"{exc} (the template is stored by `factsieve init` on a cluster with ML Commons)"}

@@ -56,3 +56,14 @@ def test_store_shows_and_warns_without_the_credentials(caplog):
         Store(Settings(opensearch_url="https://search.example:9200", opensearch_user="u",
                        opensearch_password="p"))
     assert "plain http" not in caplog.text
+
+
+def test_a_cluster_is_several_urls():
+    from plugin.index.store import Store
+    from plugin.settings import Settings
+
+    settings = Settings(opensearch_url="http://a:9211/, http://admin:pw@b:9212")
+    assert settings.opensearch_url == "http://a:9211,http://admin:pw@b:9212"
+    store = Store(settings)
+    assert store.url == "http://a:9211, http://b:9212"
+    assert len(store.client.transport.connection_pool.connections) == 2
