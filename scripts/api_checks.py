@@ -253,7 +253,7 @@ def start_workers(dep: Deployment, n: int, queues: str = "match") -> list[subpro
     """``n`` worker processes (``factsieve worker``, one task at a time each) for the deployment."""
     procs = []
     for i in range(n):
-        log = open(tempfile.mktemp(prefix=f"factsieve-worker{i}-", suffix=".log"), "w")
+        log = tempfile.NamedTemporaryFile(prefix=f"factsieve-worker{i}-", suffix=".log", delete=False)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "cli.main", "worker", "--pool", "solo", "--concurrency", "1",
              "--hostname", f"bench{i}-{uuid.uuid4().hex[:6]}@%h", "--queues", queues],

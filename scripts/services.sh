@@ -208,6 +208,33 @@ os_lacks_plugins() {
          | grep -q '"ingest-common".*"lang-mustache"\|"lang-mustache".*"ingest-common"'
 }
 
+# Start one OpenSearch daemon from $OS_HOME: start_node HEAP PIDFILE CONSOLE_LOG -Enode.options...
+# OpenSearch refuses to run as root: under root (CI, containers) it runs as a system user that
+# owns the home and the folder of the pid file (data and logs live beside it). With ML Commons
+# installed the node runs models itself (no dedicated ML node), loads the libtorch folder above
+# instead of downloading it, does not refuse to deploy on a busy small machine, and accepts the
+# model `factsieve init` uploads in chunks. The daemon must not inherit the caller's
+# stdout/stderr: a CI runner reading them to EOF would wait for OpenSearch to exit.
+start_node() {
+  local heap="$1" pidfile="$2" console="$3"; shift 3
+  local as_user=()
+  if [ "$(id -u)" = 0 ]; then
+    id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
+    chown -R "$OS_USER" "$OS_HOME" "$(dirname "$pidfile")"
+    as_user=(runuser -u "$OS_USER" --)
+  fi
+  local java_opts="-Xms$heap -Xmx$heap" ml_opts=()
+  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
+    java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
+    ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false
+             -Eplugins.ml_commons.native_memory_threshold=100
+             -Eplugins.ml_commons.model_access_control_enabled=false
+             -Eplugins.ml_commons.allow_registering_model_via_local_file=true)
+  fi
+  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
+    "$OS_HOME/bin/opensearch" -d -p "$pidfile" "${ml_opts[@]}" "$@" > "$console" 2>&1 < /dev/null
+}
+
 opensearch_up() {
   if os_healthy; then
     if os_lacks_plugins && [ -f "$OS_PID" ] && kill -0 "$(cat "$OS_PID")" 2>/dev/null; then
@@ -221,32 +248,11 @@ opensearch_up() {
   mkdir -p "$OS_DATA" "$OS_LOGS"
   local t0; t0=$(date +%s)
   log "starting OpenSearch $OS_VERSION on $OS_URL (heap $OS_HEAP)"
-  # OpenSearch refuses to run as root: under root (CI, containers) run it as a system user.
-  local as_user=()
-  if [ "$(id -u)" = 0 ]; then
-    id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
-    chown -R "$OS_USER" "$OS_HOME" "$OS_DATA" "$OS_LOGS" "$(dirname "$OS_PID")"
-    as_user=(runuser -u "$OS_USER" --)
-  fi
-  local java_opts="-Xms$OS_HEAP -Xmx$OS_HEAP" ml_opts=()
-  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
-    # ML Commons on this single node: models run here (no dedicated ML node), the libtorch
-    # folder above instead of a download, and no refusal to deploy on a busy small machine
-    java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
-    ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false
-             -Eplugins.ml_commons.native_memory_threshold=100
-             -Eplugins.ml_commons.model_access_control_enabled=false
-             -Eplugins.ml_commons.allow_registering_model_via_local_file=true)
-  fi
-  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
-    "$OS_HOME/bin/opensearch" -d -p "$OS_PID" "${ml_opts[@]}" \
+  start_node "$OS_HEAP" "$OS_PID" "$OS_LOGS/console.log" \
     -Ecluster.name=factsieve-local -Enode.name=factsieve-node \
     -Enetwork.host=127.0.0.1 -Ehttp.port="$OS_PORT" -Etransport.port=9300-9399 \
     -Ediscovery.type=single-node -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS" \
-    -Ecluster.routing.allocation.disk.threshold_enabled=false \
-    -Eaction.auto_create_index=false > "$OS_LOGS/console.log" 2>&1 < /dev/null
-  # (the daemon must not inherit the caller's stdout/stderr: a CI runner reading them to EOF
-  # would wait for OpenSearch to exit)
+    -Ecluster.routing.allocation.disk.threshold_enabled=false -Eaction.auto_create_index=false
   for _ in $(seq 1 180); do
     if os_healthy; then log "OpenSearch healthy after $(( $(date +%s) - t0 ))s"; return; fi
     sleep 1
@@ -369,25 +375,12 @@ cluster_node_up() {  # cluster_node_up I N: start node I of an N-node cluster (r
     seeds="$seeds,127.0.0.1:$((9310 + j))"; masters="$masters,factsieve-node-$j"
   done
   mkdir -p "$CL_DIR/data-$i" "$CL_DIR/logs-$i"
-  local as_user=()
-  if [ "$(id -u)" = 0 ]; then
-    id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
-    chown -R "$OS_USER" "$OS_HOME" "$CL_DIR"
-    as_user=(runuser -u "$OS_USER" --)
-  fi
-  local java_opts="-Xms$CL_HEAP -Xmx$CL_HEAP" ml_opts=()
-  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
-    java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
-    ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false -Eplugins.ml_commons.native_memory_threshold=100)
-  fi
-  "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
-    "$OS_HOME/bin/opensearch" -d -p "$CL_DIR/node-$i.pid" "${ml_opts[@]}" \
+  start_node "$CL_HEAP" "$CL_DIR/node-$i.pid" "$CL_DIR/logs-$i/console.log" \
     -Ecluster.name=factsieve-cluster -Enode.name="factsieve-node-$i" \
     -Enetwork.host=127.0.0.1 -Ehttp.port="$((9210 + i))" -Etransport.port="$((9310 + i))" \
     -Ediscovery.seed_hosts="${seeds#,}" -Ecluster.initial_cluster_manager_nodes="${masters#,}" \
     -Epath.data="$CL_DIR/data-$i" -Epath.logs="$CL_DIR/logs-$i" \
-    -Ecluster.routing.allocation.disk.threshold_enabled=false \
-    -Eaction.auto_create_index=false > "$CL_DIR/logs-$i/console.log" 2>&1 < /dev/null
+    -Ecluster.routing.allocation.disk.threshold_enabled=false -Eaction.auto_create_index=false
 }
 
 cluster_up() {  # cluster_up N
