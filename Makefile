@@ -15,10 +15,13 @@ export FACTSIEVE_OPENSEARCH_URL ?= http://127.0.0.1:$(FACTSIEVE_OS_PORT)
 export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
 export FACTSIEVE_LLM_URL ?= http://127.0.0.1:$(FACTSIEVE_LLM_PORT)/v1
 export FACTSIEVE_NLTK_DATA_DIR ?= $(CURDIR)/.cache/nltk_data
+#: the secured node's settings (scripts/services.sh up --secure writes them)
+SECURE_ENV := $(or $(FACTSIEVE_CACHE),$(CURDIR)/.cache)/opensearch/secure/secure.env
+export FACTSIEVE_TEST_SECURE_ENV ?= $(SECURE_ENV)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
+.PHONY: demo test test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,9 +69,24 @@ wordnet:
 demo: install up model
 	$(FS) demo
 
-# the torch-marked tests need the torch extra: `make test-torch` installs it and runs them
-test: install up model wordnet
+# the torch-marked tests need the torch extra: `make test-torch` installs it and runs them.
+# The secured node (up-secure) serves tests/integration/test_secured.py.
+test: install up up-secure model wordnet
 	$(PY) -m pytest -q -p no:cacheprovider -m "not torch"
+
+# A second, secured OpenSearch node (security plugin, TLS, FactSieve's admin and runtime
+# identities) on https://127.0.0.1:9250; its settings are in $(SECURE_ENV).
+up-secure: install
+	scripts/services.sh up --secure
+
+# The whole integration suite against the secured node (TLS, authenticated): the suite's own
+# set-up creates and deletes indexes, so it runs as the admin identity; test_secured.py checks
+# what the runtime identity may and may not do. The secured node has no ML Commons.
+test-secure: install up up-secure model wordnet
+	set -a && . $(SECURE_ENV) && set +a \
+	  && FACTSIEVE_OPENSEARCH_USER=$$FACTSIEVE_OPENSEARCH_ADMIN_USER \
+	     FACTSIEVE_OPENSEARCH_PASSWORD=$$FACTSIEVE_OPENSEARCH_ADMIN_PASSWORD FACTSIEVE_OS_ML=0 \
+	     $(PY) -m pytest -q -p no:cacheprovider -m "integration and not torch" tests/integration
 
 unit: install wordnet
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit -m "not model and not torch"

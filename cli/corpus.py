@@ -14,14 +14,7 @@ from cli.common import dump
 
 
 def cmd_init(args: argparse.Namespace, services: Services) -> int:
-    from plugin.index.templates import template_bodies
-
-    spec = services.index_spec()
-    index = services.ensure_factcheck_index()
-    dump({"alias": spec.alias, "index": index, "embedding_model": spec.model,
-          "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
-          "search_pipelines": services.install_search_pipelines(),
-          "hosted_model": services.host_model()})
+    dump(services.install())
     return 0
 
 
@@ -72,6 +65,7 @@ def cmd_index_info(args: argparse.Namespace, services: Services) -> int:
 def cmd_index_new_version(args: argparse.Namespace, services: Services) -> int:
     from plugin.index.templates import create_version
 
+    services = services.admin()  # index versions and alias switches: the admin identity
     name = create_version(services.store, services.index_spec(), point_alias=args.switch)
     out: dict[str, Any] = {"alias": services.settings.index, "created": name,
                            "alias_switched": bool(args.switch)}
@@ -84,6 +78,7 @@ def cmd_index_new_version(args: argparse.Namespace, services: Services) -> int:
 def cmd_index_switch(args: argparse.Namespace, services: Services) -> int:
     from plugin.index.templates import switch_alias
 
+    services = services.admin()
     if not services.store.index_exists(args.target):
         raise BadInput(f"no index named {args.target!r}")
     switch_alias(services.store, services.settings.index, args.target)

@@ -27,8 +27,25 @@ class Settings(BaseSettings):
 
     #: One URL, or a cluster's nodes comma-separated (requests spread over them, retried on another).
     opensearch_url: str = "http://127.0.0.1:9200"
+    #: The runtime identity (the API, the workers, every command but the installing ones): on
+    #: a secured cluster it needs only to read and write documents of FactSieve's indexes
+    #: (``index_templates/security/roles.yml``, role ``factsieve_runtime``).
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
+    #: The admin identity ``factsieve init`` and ``factsieve index new-version|switch`` use for
+    #: templates, pipelines, index versions and alias switches (role ``factsieve_admin``). Unset:
+    #: they use the runtime identity (enough on an unsecured cluster).
+    opensearch_admin_user: str | None = None
+    opensearch_admin_password: SecretStr | None = None
+    #: A PEM bundle of the CA(s) that signed the cluster's HTTPS certificate (default: the
+    #: system's trust store).
+    opensearch_ca_certs: Path | None = None
+    #: Verify the cluster's certificate and host name (``false`` only for a throwaway test
+    #: cluster: the connection is then encrypted but not authenticated, and a warning is logged).
+    opensearch_verify_certs: bool = True
+    #: A client certificate (PEM) and its key, for clusters that authenticate by certificate.
+    opensearch_client_cert: Path | None = None
+    opensearch_client_key: Path | None = None
     opensearch_timeout_s: float = 30.0
     redis_url: str = "redis://127.0.0.1:6379/0"
 
@@ -173,6 +190,14 @@ class Settings(BaseSettings):
     @property
     def model_cache_dir(self) -> Path:
         return self.cache_dir / "models"
+
+    def as_opensearch_admin(self) -> Settings:
+        """These settings with the admin identity as the OpenSearch identity (itself when no admin
+        identity is configured): what the installing commands run with."""
+        if not self.opensearch_admin_user:
+            return self
+        return self.model_copy(update={"opensearch_user": self.opensearch_admin_user,
+                                       "opensearch_password": self.opensearch_admin_password})
 
 
 def redact_url(url: str) -> str:

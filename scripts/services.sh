@@ -22,7 +22,7 @@
 # `make install` installs both. It listens on 127.0.0.1:8089 (FACTSIEVE_LLM_PORT); point
 # FACTSIEVE_LLM_URL at http://127.0.0.1:8089/v1.
 #
-# usage: scripts/services.sh up|down [--nodes N]|status|fetch
+# usage: scripts/services.sh up|down [--nodes N|--secure]|status|fetch
 set -euo pipefail
 
 OS_VERSION="${FACTSIEVE_OS_VERSION:-2.19.1}"
@@ -217,14 +217,14 @@ os_lacks_plugins() {
 # stdout/stderr: a CI runner reading them to EOF would wait for OpenSearch to exit.
 start_node() {
   local heap="$1" pidfile="$2" console="$3"; shift 3
-  local as_user=()
+  local home="${NODE_HOME:-$OS_HOME}" as_user=()
   if [ "$(id -u)" = 0 ]; then
     id -u "$OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$OS_USER"
-    chown -R "$OS_USER" "$OS_HOME" "$(dirname "$pidfile")"
+    chown -R "$OS_USER" "$home" "$(dirname "$pidfile")"
     as_user=(runuser -u "$OS_USER" --)
   fi
   local java_opts="-Xms$heap -Xmx$heap" ml_opts=()
-  if [ -d "$OS_HOME/plugins/opensearch-ml" ]; then
+  if [ -d "$home/plugins/opensearch-ml" ]; then
     java_opts="$java_opts -DPYTORCH_LIBRARY_PATH=$TORCH_DIR -DPYTORCH_FLAVOR=cpu -DPYTORCH_VERSION=$TORCH_VERSION"
     ml_opts=(-Eplugins.ml_commons.only_run_on_ml_node=false
              -Eplugins.ml_commons.native_memory_threshold=100
@@ -232,7 +232,7 @@ start_node() {
              -Eplugins.ml_commons.allow_registering_model_via_local_file=true)
   fi
   "${as_user[@]}" env JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_OPTS="$java_opts" \
-    "$OS_HOME/bin/opensearch" -d -p "$pidfile" "${ml_opts[@]}" "$@" > "$console" 2>&1 < /dev/null
+    "$home/bin/opensearch" -d -p "$pidfile" "${ml_opts[@]}" "$@" > "$console" 2>&1 < /dev/null
 }
 
 opensearch_up() {
@@ -416,17 +416,194 @@ cluster_down() {
   done
 }
 
-NODES=1
-if [ "${2:-}" = "--nodes" ]; then NODES="${3:?--nodes needs a number}"; fi
+# -- a secured node (`up --secure`): TLS, internal users, least-privilege roles --------------------
+# As production runs OpenSearch: the security plugin (org.opensearch.plugin:opensearch-security,
+# Maven Central) with TLS on HTTP and transport, certificates made here with openssl (a local CA,
+# the node's certificate for localhost/127.0.0.1, an admin certificate and a client certificate for
+# FactSieve's runtime), and two identities FactSieve uses:
+#   factsieve_admin    what `factsieve init` needs: templates, pipelines, index versions, aliases;
+#   factsieve_runtime  what the API and workers need: read and write documents of FactSieve's
+#                      indexes, nothing else (also reachable with the client certificate, CN
+#                      factsieve-runtime, and no password).
+# Passwords are generated here (no default secret) and written with the connection settings to
+# .cache/opensearch/secure/secure.env (mode 600), which `make test-secure` and tests read.
+# The node has its own home (a copy of the plain one without ML Commons, plus the security plugin),
+# HTTPS on 9250 (FACTSIEVE_OS_SECURE_PORT), a 512 MB heap; the roles are rendered from
+# index_templates/security/ with the index patterns in FACTSIEVE_OS_SECURE_PATTERNS.
+SEC_DIR="$CACHE/opensearch/secure"
+SEC_HOME="$SEC_DIR/opensearch-$OS_VERSION"
+SEC_PORT="${FACTSIEVE_OS_SECURE_PORT:-9250}"
+SEC_HEAP="${FACTSIEVE_OS_SECURE_HEAP:-512m}"
+SEC_ENV="$SEC_DIR/secure.env"
+SEC_CERTS="$SEC_DIR/certs"
+SEC_PATTERNS="${FACTSIEVE_OS_SECURE_PATTERNS:-factchecks*,evidence*,factsieve-jobs*,fs-test-*,eval-*,lab-*,bench-*}"
+SEC_SUBJ="/C=XX/O=FactSieve Local"
+SEC_DN="O=FactSieve Local,C=XX"
+
+sec_env_get() { sed -n "s/^$1=//p" "$SEC_ENV" 2>/dev/null; }
+
+secure_healthy() {
+  [ -f "$SEC_ENV" ] || return 1
+  curl -fs --max-time 3 --cacert "$SEC_CERTS/root-ca.pem" \
+    -u "factsieve_admin:$(sec_env_get FACTSIEVE_OPENSEARCH_ADMIN_PASSWORD)" \
+    "https://127.0.0.1:$SEC_PORT/_cluster/health" 2>/dev/null | grep -q '"status":"\(green\|yellow\)"'
+}
+
+sec_cert() {  # sec_cert NAME CN [SAN]: a PKCS#8 key and a certificate signed by the local CA
+  local name="$1" cn="$2" san="${3:-}" ext
+  openssl genrsa -out "$SEC_CERTS/$name-key.rsa" 2048 2>/dev/null
+  openssl pkcs8 -inform PEM -outform PEM -topk8 -nocrypt -in "$SEC_CERTS/$name-key.rsa" -out "$SEC_CERTS/$name-key.pem"
+  rm -f "$SEC_CERTS/$name-key.rsa"
+  openssl req -new -key "$SEC_CERTS/$name-key.pem" -subj "$SEC_SUBJ/CN=$cn" -out "$SEC_CERTS/$name.csr"
+  ext="$SEC_CERTS/$name.ext"
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n' > "$ext"
+  [ -z "$san" ] || printf 'subjectAltName=%s\n' "$san" >> "$ext"
+  openssl x509 -req -in "$SEC_CERTS/$name.csr" -CA "$SEC_CERTS/root-ca.pem" -CAkey "$SEC_CERTS/root-ca-key.pem" \
+    -CAcreateserial -sha256 -days 3650 -extfile "$ext" -out "$SEC_CERTS/$name.pem" 2>/dev/null
+  rm -f "$SEC_CERTS/$name.csr" "$ext"
+}
+
+sec_certs() {  # the local CA and the node, admin and runtime-client certificates, once
+  [ -f "$SEC_CERTS/runtime.pem" ] && return
+  command -v openssl >/dev/null || { log "openssl not found (apt-get install -y openssl)"; exit 1; }
+  mkdir -p "$SEC_CERTS"
+  log "making a local CA and certificates under $SEC_CERTS"
+  openssl genrsa -out "$SEC_CERTS/root-ca-key.pem" 2048 2>/dev/null
+  openssl req -new -x509 -sha256 -days 3650 -key "$SEC_CERTS/root-ca-key.pem" \
+    -subj "$SEC_SUBJ/CN=FactSieve local CA" -out "$SEC_CERTS/root-ca.pem"
+  sec_cert node factsieve-secure-node "DNS:localhost,IP:127.0.0.1"
+  sec_cert admin factsieve-admin-cert
+  sec_cert runtime factsieve-runtime
+  chmod 600 "$SEC_CERTS"/*-key.pem
+}
+
+sec_home() {  # the secured node's own home: the plain one without ML Commons, plus security
+  [ -d "$SEC_HOME/plugins/opensearch-security" ] && return
+  fetch_opensearch
+  log "assembling the secured node's home under $SEC_HOME"
+  rm -rf "$SEC_HOME.tmp" && mkdir -p "$SEC_DIR"
+  cp -a "$OS_HOME" "$SEC_HOME.tmp"
+  rm -rf "$SEC_HOME.tmp/plugins/opensearch-ml" "$SEC_HOME.tmp/plugins/opensearch-job-scheduler"
+  install_plugin "$SEC_HOME.tmp" opensearch-security org.opensearch.plugin:opensearch-security
+  rm -rf "$SEC_HOME" && mv "$SEC_HOME.tmp" "$SEC_HOME"
+}
+
+sec_password() { head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 24; }
+
+sec_hash() {  # bcrypt hash of a password with the plugin's own tool
+  JAVA_HOME="$(find_java17)" OPENSEARCH_JAVA_HOME="$(find_java17)" \
+    bash "$SEC_HOME/plugins/opensearch-security/tools/hash.sh" -p "$1" 2>/dev/null | tail -n 1
+}
+
+sec_config() {  # opensearch.yml and the security plugin's configuration, from index_templates/security
+  local conf="$SEC_HOME/config" sec="$SEC_HOME/config/opensearch-security" admin_pw runtime_pw patterns
+  if [ ! -f "$SEC_ENV" ]; then
+    admin_pw="$(sec_password)"; runtime_pw="$(sec_password)"
+    ( umask 077
+      cat > "$SEC_ENV" <<ENV
+# The secured local node (scripts/services.sh up --secure): the runtime identity, and the admin
+# identity that \`factsieve init\` uses. Source it (set -a; . $SEC_ENV; set +a) to talk to it.
+FACTSIEVE_OPENSEARCH_URL=https://127.0.0.1:$SEC_PORT
+FACTSIEVE_OPENSEARCH_CA_CERTS=$SEC_CERTS/root-ca.pem
+FACTSIEVE_OPENSEARCH_USER=factsieve_runtime
+FACTSIEVE_OPENSEARCH_PASSWORD=$runtime_pw
+FACTSIEVE_OPENSEARCH_ADMIN_USER=factsieve_admin
+FACTSIEVE_OPENSEARCH_ADMIN_PASSWORD=$admin_pw
+# the runtime identity by client certificate instead of a password
+FACTSIEVE_SECURE_CLIENT_CERT=$SEC_CERTS/runtime.pem
+FACTSIEVE_SECURE_CLIENT_KEY=$SEC_CERTS/runtime-key.pem
+ENV
+    )
+  fi
+  admin_pw="$(sec_env_get FACTSIEVE_OPENSEARCH_ADMIN_PASSWORD)"
+  runtime_pw="$(sec_env_get FACTSIEVE_OPENSEARCH_PASSWORD)"
+  cp "$SEC_CERTS/root-ca.pem" "$SEC_CERTS/node.pem" "$SEC_CERTS/node-key.pem" "$conf/"
+  cat > "$conf/opensearch.yml" <<YML
+# written by FactSieve's scripts/services.sh (the secured local node)
+plugins.security.ssl.transport.pemcert_filepath: node.pem
+plugins.security.ssl.transport.pemkey_filepath: node-key.pem
+plugins.security.ssl.transport.pemtrustedcas_filepath: root-ca.pem
+plugins.security.ssl.transport.enforce_hostname_verification: false
+plugins.security.ssl.http.enabled: true
+plugins.security.ssl.http.pemcert_filepath: node.pem
+plugins.security.ssl.http.pemkey_filepath: node-key.pem
+plugins.security.ssl.http.pemtrustedcas_filepath: root-ca.pem
+plugins.security.ssl.http.clientauth_mode: OPTIONAL
+plugins.security.allow_default_init_securityindex: true
+plugins.security.authcz.admin_dn: ["CN=factsieve-admin-cert,$SEC_DN"]
+plugins.security.nodes_dn: ["CN=factsieve-secure-node,$SEC_DN"]
+plugins.security.audit.type: noop
+plugins.security.system_indices.enabled: true
+YML
+  # the role files are data (index_templates/security/*.yml); @PATTERNS@, @ADMIN_HASH@ and
+  # @RUNTIME_HASH@ are filled in here
+  patterns="$(printf '"%s", ' ${SEC_PATTERNS//,/ })"; patterns="[${patterns%, }]"
+  local f admin_hash runtime_hash
+  admin_hash="$(sec_hash "$admin_pw")"; runtime_hash="$(sec_hash "$runtime_pw")"
+  for f in config roles roles_mapping internal_users; do
+    sed -e "s|@PATTERNS@|$patterns|g" -e "s|@ADMIN_HASH@|$admin_hash|" -e "s|@RUNTIME_HASH@|$runtime_hash|" \
+        "$ROOT/index_templates/security/$f.yml" > "$sec/$f.yml.new"
+    # the security index is made from these files on the node's first start only: a change wipes
+    # the (throwaway) node's data so that the next start reads them again
+    if ! cmp -s <(grep -v '^  hash:' "$sec/$f.yml.new") <(grep -v '^  hash:' "$sec/$f.yml" 2>/dev/null); then
+      SEC_CHANGED=1
+    fi
+    mv "$sec/$f.yml.new" "$sec/$f.yml"
+  done
+}
+
+secure_up() {
+  if secure_healthy; then log "secured OpenSearch already running at https://127.0.0.1:$SEC_PORT"; return; fi
+  sec_home; sec_certs
+  SEC_CHANGED=0; sec_config
+  if [ "$SEC_CHANGED" = 1 ]; then rm -rf "$SEC_DIR/data"; fi
+  mkdir -p "$SEC_DIR/data" "$SEC_DIR/logs"
+  local t0; t0=$(date +%s)
+  log "starting the secured OpenSearch node on https://127.0.0.1:$SEC_PORT (heap $SEC_HEAP)"
+  NODE_HOME="$SEC_HOME" start_node "$SEC_HEAP" "$SEC_DIR/node.pid" "$SEC_DIR/logs/console.log" \
+    -Ecluster.name=factsieve-secure -Enode.name=factsieve-secure-node \
+    -Enetwork.host=127.0.0.1 -Ehttp.port="$SEC_PORT" -Etransport.port="$((SEC_PORT + 100))" \
+    -Ediscovery.type=single-node -Epath.data="$SEC_DIR/data" -Epath.logs="$SEC_DIR/logs" \
+    -Ecluster.routing.allocation.disk.threshold_enabled=false -Eaction.auto_create_index=false
+  for _ in $(seq 1 180); do
+    if secure_healthy; then log "secured OpenSearch healthy after $(( $(date +%s) - t0 ))s; settings in $SEC_ENV"; return; fi
+    sleep 1
+  done
+  log "the secured node did not become healthy in 180s; see $SEC_DIR/logs/factsieve-secure.log"
+  tail -n 40 "$SEC_DIR/logs/factsieve-secure.log" >&2 || true
+  exit 1
+}
+
+secure_down() {
+  local pid
+  if [ -f "$SEC_DIR/node.pid" ] && pid="$(cat "$SEC_DIR/node.pid")" && kill -0 "$pid" 2>/dev/null; then
+    log "stopping the secured OpenSearch node (pid $pid)"
+    kill "$pid"
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$SEC_DIR/node.pid"
+}
+
+NODES=1 SECURE=0
+case "${2:-}" in
+  --nodes) NODES="${3:?--nodes needs a number}" ;;
+  --secure) SECURE=1 ;;
+esac
 
 case "${1:-}" in
   fetch) fetch_opensearch; redis_bin >/dev/null ;;
-  up) if [ "$NODES" -gt 1 ]; then cluster_up "$NODES"; else redis_up; llm_start; opensearch_up; llm_wait; fi ;;
-  down) if [ "$NODES" -gt 1 ]; then cluster_down; else opensearch_down; redis_down; llm_down; fi ;;
+  up) if [ "$SECURE" = 1 ]; then secure_up
+      elif [ "$NODES" -gt 1 ]; then cluster_up "$NODES"
+      else redis_up; llm_start; opensearch_up; llm_wait; fi ;;
+  down) if [ "$SECURE" = 1 ]; then secure_down
+        elif [ "$NODES" -gt 1 ]; then cluster_down
+        else opensearch_down; redis_down; llm_down; secure_down; fi ;;
   node-up) cluster_node_up "${2:?node number}" "${3:?cluster size}" ;;  # the fault runner restarts a node
   status)
     if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi
     if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi
-    if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi ;;
-  *) echo "usage: $0 up|down [--nodes N]|status|fetch" >&2; exit 2 ;;
+    if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi
+    if secure_healthy; then echo "opensearch (secured): up (https://127.0.0.1:$SEC_PORT, $SEC_ENV)"; else echo "opensearch (secured): down"; fi ;;
+  *) echo "usage: $0 up|down [--nodes N|--secure]|status|fetch" >&2; exit 2 ;;
 esac

@@ -41,13 +41,18 @@ class Store:
             max_retries=2, retry_on_timeout=True, http_compress=False,
             # a connection per concurrent caller (API threads, bench's throughput run): with
             # one, urllib3 opened and dropped a connection for every extra concurrent request
-            pool_maxsize=16,
+            pool_maxsize=16, **tls_options(settings, hosts),
         )
 
     # -- error translation -------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return fn(*args, **kwargs)
+        except osx.SSLError as exc:  # not transient: the trust settings are wrong
+            raise BackendError(
+                f"TLS with OpenSearch at {self.url} failed ({what}): {_ssl_reason(exc)}. Set "
+                f"FACTSIEVE_OPENSEARCH_CA_CERTS to the CA bundle that signed the cluster's "
+                f"certificate (FACTSIEVE_OPENSEARCH_CLIENT_CERT/_KEY if it asks for one)") from exc
         except (osx.ConnectionError, osx.ConnectionTimeout) as exc:
             raise BackendUnavailable(
                 f"OpenSearch is not reachable at {self.url} ({what}): start the local one with "
@@ -62,6 +67,17 @@ class Store:
                                          f"({what}): {_reason(exc)}") from exc
             if status == 400:
                 raise BadInput(f"OpenSearch rejected the request ({what}): {_reason(exc)}") from exc
+            if status == 401:
+                raise BackendError(
+                    f"OpenSearch at {self.url} did not accept FactSieve's identity ({what}): check "
+                    f"FACTSIEVE_OPENSEARCH_USER/_PASSWORD or the client certificate") from exc
+            if status == 403:
+                raise BackendError(
+                    f"OpenSearch refused this to FactSieve's identity ({what}): "
+                    f"{_denied(_reason(exc))}. Templates, pipelines, index versions and aliases "
+                    f"are installed by `factsieve init` with the admin identity "
+                    f"(FACTSIEVE_OPENSEARCH_ADMIN_USER/_PASSWORD); the runtime identity needs "
+                    f"the role in index_templates/security/roles.yml") from exc
             raise BackendError(f"OpenSearch error {status} ({what}): {_reason(exc)}") from exc
 
     # -- cluster -------------------------------------------------------------------------------
@@ -116,10 +132,14 @@ class Store:
 
     def alias_indices(self, alias: str) -> list[str]:
         """The concrete indexes behind ``alias`` (empty when the alias does not exist)."""
-        if not self._call(f"exists alias {alias}", self.client.indices.exists_alias, name=alias):
+        # asked of the alias's own name, not of every index: an identity limited to FactSieve's
+        # indexes (a secured cluster's runtime role) may not ask about the others
+        try:
+            found = self._call(f"get alias {alias}", self.client.indices.get_alias, index=alias,
+                               name=alias)
+        except NotFound:
             return []
-        found = self._call(f"get alias {alias}", self.client.indices.get_alias, name=alias)
-        return sorted(found)
+        return sorted(i for i, body in found.items() if alias in body.get("aliases", {}))
 
     def indices_matching(self, pattern: str) -> list[str]:
         found = self._call(f"get {pattern}", self.client.indices.get, index=pattern,
@@ -133,6 +153,11 @@ class Store:
     def mapping_meta(self, index: str) -> dict[str, Any]:
         found = self._call(f"get mapping {index}", self.client.indices.get_mapping, index=index)
         return next(iter(found.values()))["mappings"].get("_meta", {})
+
+    def mapping_properties(self, index: str) -> dict[str, Any]:
+        """The top-level fields of ``index``'s mapping (an alias: of its index)."""
+        found = self._call(f"get mapping {index}", self.client.indices.get_mapping, index=index)
+        return next(iter(found.values()))["mappings"].get("properties", {})
 
     def refresh(self, index: str) -> None:
         self._call(f"refresh {index}", self.client.indices.refresh, index=index)
@@ -294,6 +319,39 @@ class Store:
             except StopIteration:
                 return
             yield item
+
+
+def tls_options(settings: Settings, hosts: list[str]) -> dict[str, Any]:
+    """opensearch-py's TLS arguments from the settings (pure). An https host turns TLS on by
+    itself; these say whom to trust and who we are."""
+    opts: dict[str, Any] = {}
+    if settings.opensearch_ca_certs:
+        opts["ca_certs"] = str(settings.opensearch_ca_certs)
+    if settings.opensearch_client_cert:
+        opts["client_cert"] = str(settings.opensearch_client_cert)
+    if settings.opensearch_client_key:
+        opts["client_key"] = str(settings.opensearch_client_key)
+    if not settings.opensearch_verify_certs:
+        if any(u.startswith("https://") for u in hosts):
+            log.warning("FACTSIEVE_OPENSEARCH_VERIFY_CERTS=false: OpenSearch's certificate is not "
+                        "checked, so the connection is encrypted but anyone may be at the other end")
+        opts.update(verify_certs=False, ssl_assert_hostname=False, ssl_show_warn=False)
+    return opts
+
+
+def _ssl_reason(exc: osx.SSLError) -> str:
+    text = str(exc.info or exc.error or exc)
+    for known in ("CERTIFICATE_VERIFY_FAILED", "certificate required", "WRONG_VERSION_NUMBER",
+                  "hostname mismatch", "unknown ca"):
+        if known.lower() in text.lower():
+            return {"WRONG_VERSION_NUMBER": "the node does not speak TLS there (http, not https?)"}.get(
+                known, known.lower().replace("_", " "))
+    return text[:200]
+
+
+def _denied(reason: str) -> str:
+    """The security plugin's refusal without the user's name: "no permissions for [action]"."""
+    return reason.split(" and User [", 1)[0]
 
 
 def _reason(exc: osx.TransportError) -> str:

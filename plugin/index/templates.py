@@ -118,10 +118,26 @@ def switch_alias(store: Store, alias: str, index: str) -> None:
 
 
 def ensure_index(store: Store, spec: IndexSpec) -> str:
+    """The concrete index behind the alias, checked against the model; created (templates first,
+    ``install_index``) only when the alias does not exist yet.
+
+    The query and ingest paths call this with the runtime identity, which on a secured cluster
+    may read and write documents and nothing else: an existing alias is read, never written to.
+    Templates are (re)installed by ``install_index``, which ``factsieve init`` runs.
+    """
+    check_alias_name(spec.alias)
+    index = current_index(store, spec.alias)
+    if index is None:
+        return install_index(store, spec)
+    check_model(store, spec.alias, spec.model, spec.dimension)
+    return index
+
+
+def install_index(store: Store, spec: IndexSpec) -> str:
     """Install templates and make sure the alias exists; returns the concrete index.
 
-    Safe to call on every start: an existing alias is checked against the model, never
-    recreated.
+    Safe to repeat (``factsieve init``): an existing alias is checked against the model, never
+    recreated. Needs the admin identity on a secured cluster.
     """
     check_alias_name(spec.alias)
     install_templates(store, spec)

@@ -96,9 +96,24 @@ class JobStore:
 
     # -- the OpenSearch side ---------------------------------------------------------------------
     def ensure_index(self) -> None:
-        """Install the jobs template and create ``<alias>-v1`` behind the alias, once; idempotent."""
+        """The jobs alias present with every field of the current mapping, once per process.
+        Writes only what is missing (``install`` does it all), so the runtime identity of a
+        secured cluster, which may not install anything, passes once ``factsieve init`` ran."""
         if self._index_ready:
             return
+        _, template, _, _ = jobs_index_bodies(self.alias, self.replicas)
+        if not self.store.alias_indices(self.alias):
+            self.install()
+            return
+        wanted = template["template"]["mappings"]["properties"]
+        have = self.store.mapping_properties(self.alias)
+        if set(wanted) - set(have):  # an index made by an older version (strict mapping)
+            self.store.put_mapping(self.alias, {"properties": wanted})
+        self._index_ready = True
+
+    def install(self) -> None:
+        """Install the jobs template and create ``<alias>-v1`` behind the alias; idempotent
+        (``factsieve init``; the admin identity on a secured cluster)."""
         name, template, first, create = jobs_index_bodies(self.alias, self.replicas)
         self.store.put_index_template(name, template)
         if not self.store.alias_indices(self.alias):

@@ -44,6 +44,35 @@ class Services:
     def store(self) -> Store:
         return self._get("store", lambda: Store(self.settings))
 
+    def admin(self) -> Services:
+        """These services with OpenSearch's admin identity (``FACTSIEVE_OPENSEARCH_ADMIN_USER``),
+        sharing the embedder and Redis: what ``factsieve init`` and the index commands run with.
+        Itself when no admin identity is configured (an unsecured cluster needs none)."""
+        settings = self.settings.as_opensearch_admin()
+        if settings is self.settings:
+            return self
+        return self._get("admin", lambda: Services(settings, embedder=self._parts["embedder"],
+                                                   kv=self._parts["kv"]))
+
+    def install(self) -> dict[str, Any]:
+        """What ``factsieve init`` sets up, idempotently, with the admin identity: the index
+        templates and the fact-check, evidence and jobs aliases with their first indexes, the
+        fusion pipelines, and the hosted model with its ingest pipeline and search template.
+        After it the runtime identity only reads and writes documents."""
+        from plugin.evidence import evidence_spec
+        from plugin.index.templates import install_index, template_bodies
+
+        svc = self.admin()
+        spec = svc.index_spec()
+        index = svc._index = install_index(svc.store, spec)
+        evidence = install_index(svc.store, evidence_spec(svc.settings, svc.embedder))
+        svc.jobs.install()
+        return {"alias": spec.alias, "index": index, "embedding_model": spec.model,
+                "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
+                "evidence_index": evidence, "jobs_index": svc.settings.jobs_index,
+                "search_pipelines": svc.install_search_pipelines(),
+                "hosted_model": svc.host_model()}
+
     @property
     def kv(self) -> KV:
         return self._get("kv", lambda: KV(self.settings))

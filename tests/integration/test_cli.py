@@ -20,6 +20,9 @@ def cli_alias(make_alias, monkeypatch, store):
     alias = make_alias()
     monkeypatch.setenv("FACTSIEVE_INDEX", alias)
     monkeypatch.setenv("FACTSIEVE_SEARCH_TEMPLATE", f"{alias}-match")
+    # init also makes the evidence and jobs aliases: the test's own, deleted with it
+    monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
+    monkeypatch.setenv("FACTSIEVE_JOBS_INDEX", make_alias())
     yield alias
     for path in (f"/_scripts/{alias}-match", f"/_ingest/pipeline/{alias}-embed"):
         try:
