@@ -23,7 +23,7 @@ from plugin.errors import BadInput
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.hybrid import NEURAL_PLUGIN, server_plan
 from plugin.search.lang import detect_language
-from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Fused, Mode
+from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Fused, Hit, Mode
 from plugin.search.normalize import normalize_post
 from plugin.search.rerank import passage
 from plugin.search.queries import (Filters, bm25_query, filter_query, knn_query, read_candidates,
@@ -218,7 +218,12 @@ class Matcher:
         t1 = time.perf_counter()
         bodies, weights = self.plan(req, text, lang, cfg)
         t2 = time.perf_counter()
-        server = self._server_plan(cfg, bodies, weights, max(cfg.candidates, req.k))
+        mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
+        # across languages, BM25 is nearly blind to fact-checks in other languages than the post's:
+        # retrievers with a stand-in take its term for those (``fuse.stand_in_terms``)
+        crosslingual = lang is not None and not (mode is Mode.MONO)
+        stand_ins = cfg.stand_ins() if crosslingual else {}
+        server = None if stand_ins else self._server_plan(cfg, bodies, weights, max(cfg.candidates, req.k))
         if server is not None:
             fused = self._server_fuse(server)
             t3 = time.perf_counter()
@@ -226,11 +231,11 @@ class Matcher:
             responses = self.store.msearch(self.alias, list(bodies.values()))
             t3 = time.perf_counter()
             rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
+            blind = other_language(lang)
             if cfg.fusion is Fusion.RRF:
-                fused = rrf_fuse(rankings, weights, k=cfg.rrf_k)
+                fused = rrf_fuse(rankings, weights, k=cfg.rrf_k, stand_ins=stand_ins, blind=blind)
             else:
-                fused = minmax_fuse(rankings, weights)
-        mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
+                fused = minmax_fuse(rankings, weights, stand_ins=stand_ins, blind=blind)
         fused = boost(fused, cfg.boosts, lang, self.SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
         t4 = time.perf_counter()
         reranking = self.will_rerank(req, cfg)
@@ -328,6 +333,15 @@ class Matcher:
         reranked = [replace(f, rank=i) for i, f in enumerate(ordered, start=1)]
         reranked += [replace(f, rank=len(reranked) + i) for i, f in enumerate(tail, start=1)]
         return reranked, by_id
+
+
+def other_language(lang: str | None) -> Callable[[Hit], bool]:
+    """Whether a candidate is a fact-check in another language than ``lang`` (from its doc
+    values; one without a language counts as the post's)."""
+    def blind(hit: Hit) -> bool:
+        other = (hit.source or {}).get("lang")
+        return bool(other) and other != lang
+    return blind
 
 
 def fused_head(head: int, k: int, collapse_threshold: float | None) -> int:

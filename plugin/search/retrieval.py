@@ -38,6 +38,10 @@ class Retriever(BaseModel):
     weight: float = Field(default=1.0, ge=0)
     #: weight in crosslingual mode, when it differs (FactDebug: 8:2 mono, 1:1 cross)
     cross_weight: float | None = Field(default=None, ge=0)
+    #: In crosslingual and auto mode, the retriever (``kind:query``) whose term stands in for this
+    #: one's on fact-checks in another language than the post's, which this one is nearly blind
+    #: to (BM25 reads the post in its own language): ``plugin.search.fuse.stand_in_terms``.
+    stand_in: str | None = None
 
     @property
     def name(self) -> str:
@@ -104,7 +108,15 @@ class RetrievalConfig(BaseModel):
             raise ValueError("a configuration needs at least one retriever")
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate retrievers: {names}")
+        for r in self.retrievers:
+            if r.stand_in is not None and (r.stand_in not in names or r.stand_in == r.name):
+                raise ValueError(f"{r.name}'s stand_in {r.stand_in!r} is not another retriever "
+                                 f"of this configuration: {names}")
         return self
+
+    def stand_ins(self) -> dict[str, str]:
+        """``{retriever: its stand-in}`` for the retrievers that have one."""
+        return {r.name: r.stand_in for r in self.retrievers if r.stand_in}
 
     def weights(self, crosslingual: bool) -> dict[str, float]:
         return {r.name: (r.cross_weight if crosslingual and r.cross_weight is not None else r.weight)

@@ -76,3 +76,63 @@ def test_hits_from_response():
                               {"_id": "y", "_score": None}]}}
     hits = hits_from_response(resp, "bm25")
     assert hits == [Hit("x", 2.5, 1, "bm25", {"claim": "c"}), Hit("y", 0.0, 2, "bm25", None)]
+
+
+# -- stand-ins: BM25 across languages -----------------------------------------------------------
+LANGS = {"k1": "ko", "k2": "ko", "e1": "en", "e2": "en"}
+
+
+def lang_run(name, ids):
+    return [Hit(id=d, score=1.0 / i, rank=i, query=name, source={"lang": LANGS[d]})
+            for i, d in enumerate(ids, 1)]
+
+
+def korean_post():
+    """A Korean post: BM25 finds the two Korean near-misses, kNN ranks the English match first."""
+    return {"bm25": lang_run("bm25", ["k1", "k2"]), "dense": lang_run("dense", ["e1", "k1", "k2"])}
+
+
+def not_korean(hit):
+    return hit.source["lang"] != "ko"
+
+
+def test_without_a_stand_in_bm25_s_silence_buries_the_crosslingual_match():
+    fused = rrf_fuse(korean_post(), {"bm25": 0.3, "dense": 0.7}, k=20)
+    got = {f.id: f.score for f in fused}
+    assert got["k1"] == pytest.approx(0.3 / 21 + 0.7 / 22)  # 0.04610
+    assert got["k2"] == pytest.approx(0.3 / 22 + 0.7 / 23)  # 0.04407
+    assert got["e1"] == pytest.approx(0.7 / 21)             # 0.03333
+    assert [f.id for f in fused] == ["k1", "k2", "e1"]
+
+
+def test_the_stand_in_gives_blind_documents_the_proxy_s_term():
+    fused = rrf_fuse(korean_post(), {"bm25": 0.3, "dense": 0.7}, k=20,
+                     stand_ins={"bm25": "dense"}, blind=not_korean)
+    got = {f.id: f.score for f in fused}
+    assert got["e1"] == pytest.approx(0.3 / 21 + 0.7 / 21)  # BM25's term taken from kNN's rank 1
+    assert got["k1"] == pytest.approx(0.3 / 21 + 0.7 / 22)  # documents BM25 can see: unchanged
+    assert got["k2"] == pytest.approx(0.3 / 22 + 0.7 / 23)
+    assert [f.id for f in fused] == ["e1", "k1", "k2"]
+    assert set(fused[0].contributions) == {"dense"}  # the explanation shows only real hits
+
+
+def test_a_blind_document_bm25_did_find_gets_the_larger_term_not_both():
+    rankings = {"bm25": lang_run("bm25", ["k1", "e2"]), "dense": lang_run("dense", ["e2", "k1"])}
+    fused = rrf_fuse(rankings, {"bm25": 0.3, "dense": 0.7}, k=20, stand_ins={"bm25": "dense"},
+                     blind=not_korean)
+    got = {f.id: f.score for f in fused}
+    assert got["e2"] == pytest.approx(0.3 / 21 + 0.7 / 21)  # max(1/22, 1/21) for BM25's term
+    fused = rrf_fuse({"bm25": lang_run("bm25", ["e2"]), "dense": lang_run("dense", ["k1", "e2"])},
+                     {"bm25": 0.3, "dense": 0.7}, k=20, stand_ins={"bm25": "dense"}, blind=not_korean)
+    assert {f.id: f.score for f in fused}["e2"] == pytest.approx(0.3 / 21 + 0.7 / 22)  # own is larger
+
+
+def test_minmax_stand_in_uses_the_normalised_score():
+    rankings = {"bm25": [Hit("k1", 10.0, 1, "bm25", {"lang": "ko"}), Hit("k2", 5.0, 2, "bm25", {"lang": "ko"})],
+                "dense": [Hit("e1", 0.9, 1, "dense", {"lang": "en"}), Hit("k1", 0.8, 2, "dense", {"lang": "ko"}),
+                          Hit("k2", 0.5, 3, "dense", {"lang": "ko"})]}
+    fused = minmax_fuse(rankings, {"bm25": 0.3, "dense": 0.7}, stand_ins={"bm25": "dense"}, blind=not_korean)
+    got = {f.id: f.score for f in fused}
+    assert got["e1"] == pytest.approx(0.3 * 1.0 + 0.7 * 1.0)
+    assert got["k1"] == pytest.approx(0.3 * 1.0 + 0.7 * 0.75)
+    assert got["k2"] == pytest.approx(0.3 * 0.001 + 0.7 * 0.001)
