@@ -110,6 +110,26 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.evaluate.cv import tune
+    from plugin.lab.evaluate.run import load_dataset
+
+    dataset = load_dataset(dataset_path(args.dataset))
+    config = next(iter(select_configs(args.configs_file, args.config).values()))
+    baselines = select_configs(args.configs_file, args.baseline) if args.baseline else {}
+    try:
+        values = [float(v) for v in args.values.split(",") if v.strip()]
+    except ValueError:
+        raise BadInput(f"--values takes numbers separated by commas, got {args.values!r}") from None
+    try:
+        dump(tune(services.store, services.embedder, services.settings, dataset, config, args.param,
+                  values, modes=[m.strip() for m in args.mode.split(",") if m.strip()],
+                  baselines=baselines, folds=args.folds, repeats=args.repeats))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.bench import bench
     from plugin.lab.evaluate.run import load_dataset
@@ -226,6 +246,17 @@ def register(sub: Any, add: Any) -> None:
                     help="record the scores in the configuration file's last_scores "
                          "(per dataset, query split and mode)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
+
+    sp = add("tune", cmd_tune, "one configuration parameter over a grid, cross-validated on a dataset's queries")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--config", required=True, metavar="NAME", help="the configuration to vary")
+    sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
+    sp.add_argument("--param", required=True, help="a numeric configuration field, e.g. language_centering")
+    sp.add_argument("--values", required=True, help="V[,V...]: the grid")
+    sp.add_argument("--mode", default="auto", help="auto,cross,mono (comma-separated; default auto)")
+    sp.add_argument("--baseline", metavar="NAME[,NAME...]", help="configurations scored on the same queries")
+    sp.add_argument("--folds", type=int, default=5)
+    sp.add_argument("--repeats", type=int, default=10, help="shuffles of the folds")
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     add_fusion_flag(sp)

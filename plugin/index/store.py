@@ -134,12 +134,11 @@ class Store:
         """The concrete indexes behind ``alias`` (empty when the alias does not exist)."""
         # asked of the alias's own name, not of every index: an identity limited to FactSieve's
         # indexes (a secured cluster's runtime role) may not ask about the others
-        try:
-            found = self._call(f"get alias {alias}", self.client.indices.get_alias, index=alias,
-                               name=alias)
-        except NotFound:
+        found = self._call(f"get alias {alias}", self.client.indices.get_alias, index=alias,
+                           name=alias, ignore=[404])  # no alias (or no index) by that name: []
+        if isinstance(found.get("status"), int) and "error" in found:
             return []
-        return sorted(i for i, body in found.items() if alias in body.get("aliases", {}))
+        return sorted(i for i, body in found.items() if alias in (body.get("aliases") or {}))
 
     def indices_matching(self, pattern: str) -> list[str]:
         found = self._call(f"get {pattern}", self.client.indices.get, index=pattern,

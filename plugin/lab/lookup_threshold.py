@@ -195,9 +195,9 @@ class ExcludingMatcher(Matcher):
 
     _excluded: tuple[str, ...] = ()
 
-    def plan(self, req: MatchRequest, text: str, lang: str | None,
-             config: RetrievalConfig) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-        bodies, weights = super().plan(req, text, lang, config)
+    def plan(self, req: MatchRequest, text: str, lang: str | None, config: RetrievalConfig,
+             **kw: Any) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+        bodies, weights = super().plan(req, text, lang, config, **kw)
         if self._excluded:
             bodies = {name: exclude_ids(body, self._excluded) for name, body in bodies.items()}
         return bodies, weights

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from plugin.embedding import Embedder
 from plugin.errors import BadInput
+from plugin.search.centering import LanguageCentroids, center_query, centroids_body, read_centroids
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.hybrid import NEURAL_PLUGIN, server_plan
 from plugin.search.lang import detect_language
@@ -164,16 +165,21 @@ class Matcher:
         self._plugins: set[str] | None = None
         self._pipelines: set[str] | None = None
         self._pipelines_read_at = 0.0
+        self._centroids: LanguageCentroids | None = None
+        self._centroids_at = 0.0
 
     def _check_model(self) -> None:
         if not self._model_checked:
             check_model(self.store, self.alias, self.embedder.name, self.embedder.dim)
             self._model_checked = True
 
-    def plan(self, req: MatchRequest, text: str, lang: str | None,
-             config: RetrievalConfig) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    def plan(self, req: MatchRequest, text: str, lang: str | None, config: RetrievalConfig, *,
+             centroids: LanguageCentroids | None = None
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
         """The sub-query bodies (by retriever name) and fusion weights for a request: pure
-        except for embedding the dense variants (one batch)."""
+        except for embedding the dense variants (one batch). ``centroids``: the corpus's
+        language centroids, for a configuration that centres its query vectors across
+        languages (``plugin.search.centering``)."""
         mode = Mode.parse(config.mode) if config.mode else req.mode
         mono = mode is Mode.MONO and lang is not None
         flt = filter_query(Filters(langs=(lang,) if mono else None, published_before=req.date,
@@ -195,6 +201,9 @@ class Matcher:
         if dense_variants:
             encoded = self.embedder.encode_queries([texts[v] for v in dense_variants])
             vectors = dict(zip(dense_variants, encoded))
+            if centroids is not None and config.language_centering and not mono:
+                vectors = {v: center_query(vec, lang, centroids, config.language_centering)
+                           for v, vec in vectors.items()}
         bodies = {}
         for r in retrievers:
             if r.kind is RetrieverKind.BM25:
@@ -215,13 +224,14 @@ class Matcher:
         self._check_model()
         text = normalize_post(req.text) or req.text.strip()
         lang = req.lang or detect_language(text)
-        t1 = time.perf_counter()
-        bodies, weights = self.plan(req, text, lang, cfg)
-        t2 = time.perf_counter()
         mode = Mode.parse(cfg.mode) if cfg.mode else req.mode
+        crosslingual = lang is not None and mode is not Mode.MONO
+        centroids = self.language_centroids() if crosslingual and cfg.language_centering else None
+        t1 = time.perf_counter()
+        bodies, weights = self.plan(req, text, lang, cfg, centroids=centroids)
+        t2 = time.perf_counter()
         # across languages, BM25 is nearly blind to fact-checks in other languages than the post's:
         # retrievers with a stand-in take its term for those (``fuse.stand_in_terms``)
-        crosslingual = lang is not None and not (mode is Mode.MONO)
         stand_ins = cfg.stand_ins() if crosslingual else {}
         server = None if stand_ins else self._server_plan(cfg, bodies, weights, max(cfg.candidates, req.k))
         if server is not None:
@@ -268,6 +278,19 @@ class Matcher:
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
                            timings_ms=timings, reranked=reranking, notes=notes,
                            fusion="client" if server is None else "server")
+
+    #: how long a matcher keeps the corpus's language centroids before reading them again
+    CENTROIDS_TTL_S = 600.0
+
+    def language_centroids(self) -> LanguageCentroids:
+        """The alias's per-language mean embeddings (one aggregation over a sample), read at most
+        every ``CENTROIDS_TTL_S``: they move slowly as the corpus grows. Several threads may
+        read them at once after expiry; each stores the same thing."""
+        now = time.monotonic()
+        if self._centroids is None or now - self._centroids_at > self.CENTROIDS_TTL_S:
+            self._centroids = read_centroids(self.store.search(self.alias, centroids_body()))
+            self._centroids_at = now
+        return self._centroids
 
     def will_rerank(self, req: MatchRequest, cfg: RetrievalConfig) -> bool:
         """The one place that decides whether a match is reranked: the request does not refuse it,

@@ -99,6 +99,9 @@ class RetrievalConfig(BaseModel):
     #: collapse near-duplicate fact-checks of one claim (syndicated debunks) in the top k
     collapse: float | None = Field(default=None, gt=0, le=1)
     rerank: Rerank | None = None
+    #: In crosslingual and auto mode, subtract this share of the post language's centroid from
+    #: the query vector of every dense retriever (``plugin.search.centering``); 0 = off.
+    language_centering: float = Field(default=0.0, ge=0, le=2)
     last_scores: list[RecordedScore] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -149,6 +149,23 @@ def test_evaluate_reports_every_config_per_mode(capsys, embedder, dataset_copy):
     assert code == 0 and len([line for line in out.splitlines() if line.startswith(("bm25 ", "dense "))]) == 4
 
 
+def test_tune_cross_validates_one_parameter(capsys, embedder, dataset_copy):
+    code, out, _ = run(capsys, "tune", "--dataset", str(dataset_copy), "--config", "factsieve",
+                       "--param", "language_centering", "--values", "0,0.5", "--mode", "auto,cross",
+                       "--baseline", "dense", "--folds", "3", "--repeats", "2")
+    assert code == 0
+    result = json.loads(out)
+    auto, cross = result["modes"]["auto"], result["modes"]["cross"]
+    assert auto["n_queries"] == 35 and cross["n_queries"] == 15
+    assert auto["held_out"]["n"] == 6 and sum(auto["chosen"].values()) == 6
+    assert set(auto["all_queries"]) == {"0.0", "0.5"} and "dense" in auto["baselines"]
+    # centring helps across languages on this sample (issue 12)
+    assert cross["all_queries"]["0.5"] > cross["all_queries"]["0.0"]
+    code, _, err = run(capsys, "tune", "--dataset", str(dataset_copy), "--config", "factsieve",
+                       "--param", "retrievers", "--values", "1")
+    assert code == 2 and "not a numeric configuration field" in err
+
+
 @pytest.mark.parametrize("command", ["evaluate", "bench"])
 def test_unknown_config_is_refused(capsys, command):
     code, _, err = run(capsys, command, "--dataset", str(SAMPLES / "multiclaim"), "--config", "dense,nope")
