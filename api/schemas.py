@@ -114,6 +114,9 @@ class MatchItem(FactCheckFields):
     id: str
     score: float
     rank: int
+    confidence: float | None = Field(default=None, description=(
+        "calibrated probability that this fact-check addresses the post (the configuration's "
+        "confidence model; null when it has none, or when OpenSearch fused the sub-queries)"))
     explain: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -256,8 +259,10 @@ class WebhookIn(Request):
                                description="generated (and returned once) when omitted")
     events: list[Event] = Field(min_length=1, max_length=10)
     languages: list[LangCode] | None = Field(default=None, max_length=50)
-    min_score: float | None = Field(default=None, ge=0, allow_inf_nan=False,
-                                    description="deliver only when the best match scores at least this")
+    min_score: float | None = Field(default=None, ge=0, allow_inf_nan=False, description=(
+        "deliver only when the best match's confidence (the calibrated probability that it "
+        "addresses the post, 0-1) reaches this; under a configuration without a confidence "
+        "model, its fused score"))
 
     @field_validator("url", mode="before")
     @classmethod

@@ -130,6 +130,24 @@ def cmd_tune(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.calibrate import calibrate
+    from plugin.lab.evaluate.run import load_dataset
+    from plugin.models import Mode
+    from plugin.search.calibration import calibrator_path
+
+    dataset = load_dataset(dataset_path(args.dataset))
+    config = next(iter(select_configs(args.configs_file, args.config).values()))
+    checks = [load_dataset(dataset_path(p)) for p in args.check or []]
+    try:
+        dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
+                       out=args.out or calibrator_path(config.name), mode=Mode.parse(args.mode),
+                       checks=checks))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.bench import bench
     from plugin.lab.evaluate.run import load_dataset
@@ -257,6 +275,15 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--baseline", metavar="NAME[,NAME...]", help="configurations scored on the same queries")
     sp.add_argument("--folds", type=int, default=5)
     sp.add_argument("--repeats", type=int, default=10, help="shuffles of the folds")
+
+    sp = add("calibrate", cmd_calibrate, "fit a configuration's confidence model on a dataset's training queries")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--config", default="factsieve", metavar="NAME")
+    sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
+    sp.add_argument("--mode", default="auto", help="the matching mode the model is fitted in (default auto, as served)")
+    sp.add_argument("--check", type=Path, action="append", metavar="DIR",
+                    help="another dataset to measure the fit on (repeatable)")
+    sp.add_argument("--out", type=Path, help="where to write it (default: the packaged plugin/search/calibration/NAME.json)")
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     add_fusion_flag(sp)

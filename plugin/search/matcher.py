@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from plugin.embedding import Embedder
 from plugin.errors import BadInput
+from plugin.search.calibration import Calibrator, candidate_features, load_calibrator
 from plugin.search.centering import LanguageCentroids, center_query, centroids_body, read_centroids
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.hybrid import NEURAL_PLUGIN, server_plan
@@ -88,6 +89,8 @@ class MatchResult:
     #: where the sub-queries were fused: ``client`` (one ``_msearch`` + ``plugin.search.fuse``)
     #: or ``server`` (one hybrid query through a neural-search pipeline)
     fusion: str = "client"
+    #: each match's ``calibration.FEATURES`` row (client-side fusion only), for the lab
+    features: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
@@ -167,6 +170,7 @@ class Matcher:
         self._pipelines_read_at = 0.0
         self._centroids: LanguageCentroids | None = None
         self._centroids_at = 0.0
+        self._calibrators: dict[str, Calibrator | None] = {}
 
     def _check_model(self) -> None:
         if not self._model_checked:
@@ -267,7 +271,13 @@ class Matcher:
         else:
             top = fused[: req.k]
         t7 = time.perf_counter()
-        matches = [_match_dict(f, rerank_scores.get(f.id)) for f in top]
+        # calibrated confidence needs each retriever's rank and score: a hybrid query has none
+        features = candidate_features(fused, top, lang) if server is None else None
+        calibrator = self.calibrator_for(cfg) if features is not None else None
+        confidence = calibrator.predict(features, lang) if calibrator and len(top) else None
+        matches = [_match_dict(f, rerank_scores.get(f.id),
+                               None if confidence is None else float(confidence[i]))
+                   for i, f in enumerate(top)]
         t8 = time.perf_counter()
         timings = {"normalize_ms": (t1 - t0) * 1e3, "embed_ms": (t2 - t1) * 1e3,
                    "search_ms": (t3 - t2) * 1e3, "fetch_ms": (t5 - t4 + t7 - t6) * 1e3,
@@ -277,7 +287,13 @@ class Matcher:
             "the matches are in fused (first-stage) order",)
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
                            timings_ms=timings, reranked=reranking, notes=notes,
-                           fusion="client" if server is None else "server")
+                           fusion="client" if server is None else "server", features=features)
+
+    def calibrator_for(self, cfg: RetrievalConfig) -> Calibrator | None:
+        """The configuration's packaged confidence model (``factsieve calibrate``), read once."""
+        if cfg.name not in self._calibrators:
+            self._calibrators[cfg.name] = load_calibrator(cfg.name)
+        return self._calibrators[cfg.name]
 
     #: how long a matcher keeps the corpus's language centroids before reading them again
     CENTROIDS_TTL_S = 600.0
@@ -380,11 +396,13 @@ def with_source(f: Fused, source: dict[str, Any] | None) -> Fused:
     return replace(f, contributions={q: replace(h, source=source) for q, h in f.contributions.items()})
 
 
-def _match_dict(f: Fused, rerank_score: float | None = None) -> dict[str, Any]:
+def _match_dict(f: Fused, rerank_score: float | None = None,
+                confidence: float | None = None) -> dict[str, Any]:
     src = f.source or {}
     explain: dict[str, Any] = {q: {"rank": h.rank, "score": round(h.score, 6)}
                                for q, h in sorted(f.contributions.items())}
     if rerank_score is not None:
         explain["rerank"] = {"score": round(float(rerank_score), 6)}
     return {"id": f.id, "score": round(f.score, 6), "rank": f.rank,
+            "confidence": None if confidence is None else round(confidence, 4),
             **{name: src.get(name) for name in STORED_FIELDS if name != "id"}, "explain": explain}

@@ -87,6 +87,16 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     return services.ingest_factchecks(records).to_dict()
 
 
+def best_score(matches: list[dict[str, Any]]) -> float | None:
+    """What a subscription's ``min_score`` is compared with: the best match's calibrated
+    confidence (a probability), or its fused score under a configuration without a confidence
+    model; ``None`` without matches."""
+    if not matches:
+        return None
+    top = matches[0]
+    return top["confidence"] if top.get("confidence") is not None else top["score"]
+
+
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
     """Match a post, then plan and enqueue a ``post.matched`` delivery for every subscription
@@ -94,7 +104,7 @@ def run_post(services: Services, job: dict[str, Any],
     post = job["input"]["post"]
     matcher = services.matcher(job["input"].get("config"))
     result = matcher.match(match_request(post)).to_dict()
-    best = result["matches"][0]["score"] if result["matches"] else None
+    best = best_score(result["matches"])
     deliveries = []
     for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):

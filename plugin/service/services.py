@@ -173,7 +173,7 @@ class Services:
         retriever, the LLM, the few-shot pool and (for the head or a blend) the verdict head."""
         from plugin.verify.config import Strategy
         from plugin.verify.fewshot import load_pool
-        from plugin.verify.verifier import Verifier
+        from plugin.verify.verifier import Verifier, looks_up
 
         uses_llm = cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL)
         needs_head = cfg.strategy is Strategy.HEAD or cfg.head_weight > 0
@@ -181,7 +181,7 @@ class Services:
             llm=self.llm if uses_llm else None,
             evidence=self.evidence_retriever(cfg.per_url) if cfg.strategy is not Strategy.LOOKUP else None,
             matcher=(self.matcher(cfg.retrieval, rerank=True, explained=True)
-                     if cfg.lookup_min_score is not None else None),
+                     if looks_up(cfg) else None),
             pool=load_pool(str(self.settings.verify_fewshot) if self.settings.verify_fewshot else None),
             head=self.verdict_head() if needs_head else None)
 

@@ -2,7 +2,8 @@
 configurations, each with the strategy it runs and its knobs.
 
 - ``lookup``: the previously-fact-checked stage alone: the best-matching published fact-check
-  answers the claim when its match score clears ``lookup_min_score``; otherwise Not Enough Evidence.
+  answers the claim when its match's confidence clears ``lookup_min_confidence`` (or, without a
+  confidence model, its kNN similarity clears ``lookup_min_score``); otherwise Not Enough Evidence.
 - ``qa-loop`` (REVEAL / InFact): lookup first; otherwise up to ``max_turns`` of next question →
   HyDE passage → hybrid evidence retrieval → grounded answer → evidence summary, stopping once the
   summary's top label rating reaches ``decisive_at``; then the verdict from the QA pairs.
@@ -43,6 +44,10 @@ class VerificationConfig(BaseModel):
     #: a published rating answers the claim when the best match's similarity (its kNN score,
     #: (1 + cos) / 2) reaches this; ``None`` skips the lookup. Measured on data: see the README.
     lookup_min_score: float | None = None
+    #: a published rating answers the claim when the best match's calibrated confidence
+    #: (``plugin.search.calibration``) reaches this; checked before ``lookup_min_score``, which
+    #: serves retrieval configurations without a confidence model.
+    lookup_min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     max_turns: int = Field(default=5, ge=1, le=20)
     passages_per_question: int = Field(default=3, ge=1, le=20)
     hyde: bool = True

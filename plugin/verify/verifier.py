@@ -152,7 +152,7 @@ class Verifier:
 
     # -- lookup: previously fact-checked --------------------------------------------------------
     def _lookup(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any] | None:
-        if cfg.lookup_min_score is None or self.matcher is None:
+        if not looks_up(cfg) or self.matcher is None:
             return None
         from plugin.search.matcher import MatchRequest
 
@@ -164,7 +164,7 @@ class Verifier:
             return None
         best = next((m for m in result.matches if m.get("url") not in req.exclude_urls), None)
         run.lookup = best
-        if best is None or (similarity(best) or 0.0) < cfg.lookup_min_score:
+        if best is None or not clears(best, cfg):
             return None
         rating = best.get("verdict") or normalise_rating(best.get("rating"))
         verdict = rating.value if isinstance(rating, Verdict) else rating
@@ -182,13 +182,18 @@ class Verifier:
 
     def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         best = run.lookup
-        why = ("no published fact-check matches the claim" if best is None else
-               f"the best-matching fact-check's similarity is {similarity(best) or 0.0:.4f}, under "
-               f"the threshold {cfg.lookup_min_score}")
+        if best is None:
+            why = "no published fact-check matches the claim"
+        elif best.get("confidence") is not None and cfg.lookup_min_confidence is not None:
+            why = (f"the best-matching fact-check's confidence is {best['confidence']:.4f}, under "
+                   f"the threshold {cfg.lookup_min_confidence}")
+        else:
+            why = (f"the best-matching fact-check's similarity is {similarity(best) or 0.0:.4f}, under "
+                   f"the threshold {cfg.lookup_min_score}")
         return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
                 "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
                 "stopped_because": "no-fact-check", "note": why,
-                "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score")},
+                "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score", "confidence")},
                           "similarity": similarity(best)} if best else None}
 
     # -- qa-loop ----------------------------------------------------------------------------------
@@ -357,6 +362,23 @@ class Verifier:
         if self.evidence is None:
             raise BadInput("this verification configuration needs the evidence index: "
                            "load documents with `factsieve ingest-evidence`")
+
+
+def looks_up(cfg: VerificationConfig) -> bool:
+    """Whether a configuration has a previously-fact-checked stage at all."""
+    return cfg.lookup_min_confidence is not None or cfg.lookup_min_score is not None
+
+
+def clears(match: dict[str, Any], cfg: VerificationConfig) -> bool:
+    """Whether ``match`` is sure enough to answer the claim with its published rating: its
+    calibrated confidence against ``lookup_min_confidence`` when it has one, else its kNN
+    similarity against ``lookup_min_score`` (a retrieval configuration without a confidence
+    model, or server-side fusion); neither threshold met or set: no."""
+    if cfg.lookup_min_confidence is not None and match.get("confidence") is not None:
+        return float(match["confidence"]) >= cfg.lookup_min_confidence
+    if cfg.lookup_min_score is not None:
+        return (similarity(match) or 0.0) >= cfg.lookup_min_score
+    return False
 
 
 def similarity(match: dict[str, Any]) -> float | None:

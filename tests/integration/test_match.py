@@ -63,6 +63,19 @@ def test_auto_mode_puts_the_crosslingual_factcheck_first(matcher, post_id):
     assert result.matches[0]["lang"] == "en" != result.lang
 
 
+def test_matches_carry_a_calibrated_confidence(matcher):
+    """Issue 12: the probability that a match addresses the post (factsieve's packaged model)."""
+    queries = {q["id"]: q for q in rows(SAMPLES / "clef2020" / "queries.jsonl")}
+    qrels = {r["query_id"]: r["factcheck_id"] for r in rows(SAMPLES / "clef2020" / "qrels.jsonl")}
+    qid = next(iter(sorted(queries)))
+    result = matcher.match(MatchRequest(text=queries[qid]["text"], k=5))
+    conf = [m["confidence"] for m in result.matches]
+    assert all(0 < c < 1 for c in conf)
+    assert result.matches[0]["id"] == qrels[qid] and conf[0] > 0.3 and conf[0] > 3 * max(conf[1:]), conf
+    unrelated = matcher.match(MatchRequest(text="My cat likes to sleep on the warm laptop keyboard", k=1))
+    assert unrelated.matches[0]["confidence"] < 0.2
+
+
 def test_mono_mode_keeps_the_post_language(matcher):
     result = matcher.match(MatchRequest(text="Las vacunas contra el coronavirus alteran el ADN",
                                         mode=Mode.MONO, k=10))

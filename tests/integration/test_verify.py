@@ -59,7 +59,10 @@ def evidence_alias(api_services):
 
 
 def config(name: str, **changes):
-    """A packaged configuration, smaller for a 2-core test run (no few-shot, short answers)."""
+    """A packaged configuration, smaller for a 2-core test run (no few-shot, short answers);
+    ``lookup_min_score=None`` turns the lookup off (its confidence threshold too)."""
+    if "lookup_min_score" in changes and changes["lookup_min_score"] is None:
+        changes.setdefault("lookup_min_confidence", None)
     return get_config(name).model_copy(update={"fewshot": 0, "max_tokens": 200, **changes})
 
 

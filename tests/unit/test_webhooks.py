@@ -744,3 +744,12 @@ def test_https_certificate_is_checked(serve, certificate, host, tls, message):
     with pytest.raises(DeliveryError, match=f"^SSLError: .*{message}"):
         send(local(server, host=host, scheme="https"), tls=client_tls if tls else None)
     assert server.requests == []
+
+
+def test_min_score_reads_the_best_match_s_confidence_else_its_fused_score():
+    from plugin.service.handlers import best_score
+
+    assert best_score([]) is None
+    assert best_score([{"score": 0.047, "confidence": 0.91}, {"score": 0.04, "confidence": 0.2}]) == 0.91
+    assert best_score([{"score": 0.047, "confidence": None}]) == 0.047  # no confidence model
+    assert wants({**SUB, "min_score": 0.9}, Event.POST_MATCHED, "en", best_score([{"score": 0.05, "confidence": 0.93}]))

@@ -226,4 +226,16 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
         out["configs"][name] = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m,
                                                   use_dates=use_dates)
                                 for mname, m, qrels in modes}
+        calibrator = None if use_dates else matcher.calibrator_for(cfg)
+        if calibrator is not None:  # the confidence model, measured as it was fitted
+            from plugin.lab.calibrate import calibration_report, labelled_matches
+
+            for mname, m, qrels in modes:
+                data = labelled_matches(store, embedder, settings, dataset, cfg, mode=m, qrels=qrels)
+                report = calibration_report(calibrator, data)
+                out["configs"][name][mname]["calibration"] = {
+                    "ECE": report.get("ECE"), "ECE@1": (report.get("top1") or {}).get("ECE"),
+                    "per_lang": {lang: {"ECE": r["ECE"], "ECE@1": r["top1"]["ECE"], "top1": r["top1"]["matches"]}
+                                 for lang, r in report.get("per_lang", {}).items()},
+                    "protocol": "each post with and without its fact-checks in the index"}
     return out

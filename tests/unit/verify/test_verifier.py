@@ -62,7 +62,8 @@ def answers(decisive: float = 0.9, question=lambda n: {"question": f"Question nu
 
 
 def cfg(name: str, **changes):
-    return get_config(name).model_copy(update={"lookup_min_score": None, **changes})
+    return get_config(name).model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
+                                               **changes})
 
 
 def test_packaged_configs_cover_every_strategy():
@@ -195,11 +196,13 @@ def test_no_llm_is_a_clear_error():
 
 
 class Matcher:
-    def __init__(self, score):
+    def __init__(self, score, confidence=None):
         self.score = score
+        self.confidence = confidence
 
     def match(self, req):
         return SimpleNamespace(matches=[{"id": "f1", "url": "https://fc.example/1", "score": 0.048,
+                                         "confidence": self.confidence,
                                          "explain": {"bm25:post": {"score": 12.0},
                                                      "dense:post": {"score": self.score}},
                                          "claim": "Mayor passed law", "rating": "False",
@@ -216,6 +219,23 @@ def test_lookup_answers_above_the_threshold_and_falls_through_below():
     out = Verifier(matcher=Matcher(0.96)).verify(
         VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), get_config("lookup"))
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
+
+
+def test_the_lookup_reads_the_calibrated_confidence_first():
+    lookup = get_config("lookup")
+    assert lookup.lookup_min_confidence == 0.9
+    # a sure match by confidence answers even though its kNN similarity is under lookup_min_score
+    out = Verifier(matcher=Matcher(0.90, confidence=0.93)).verify(VerifyRequest(claim="c"), lookup)
+    assert out["stage"] == "previously-fact-checked"
+    out = Verifier(matcher=Matcher(0.99, confidence=0.5)).verify(VerifyRequest(claim="c"), lookup)
+    assert out["stage"] == "lookup" and "confidence is 0.5000, under the threshold 0.9" in out["note"]
+    assert out["match"]["confidence"] == 0.5
+    # no confidence (a configuration without a confidence model): the similarity threshold
+    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), lookup)
+    assert out["stage"] == "previously-fact-checked"
+    off = lookup.model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None})
+    assert Verifier(matcher=Matcher(0.99, 0.99)).verify(VerifyRequest(claim="c"), off)["stage"] != \
+        "previously-fact-checked"
 
 
 def test_statements_are_bounded_like_the_prompt_says_and_extras_are_cut():

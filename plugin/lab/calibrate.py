@@ -1,0 +1,127 @@
+"""``factsieve calibrate``: fit a configuration's confidence model and measure it.
+
+Labelled matches come from a dataset's training queries (``split == "train"``; CLEF-2020 T2 has
+546), each run twice in the given mode: as it is, and with the fact-checks that answer it left
+out of the index (``ExcludingMatcher``), so that half the posts have no right answer to find.
+Every shown match (top ``k``) is one example, labelled 1 when it answers the post: one of its
+fact-checks, or a near-duplicate of one (the same claim fact-checked again, word-set Jaccard ≥
+0.8, as ``plugin.lab.lookup_threshold`` counts them; CLEF-2020 has many, and labelling them 0
+taught the model that no match is ever sure). The fit
+(``plugin.search.calibration``) is written as JSON beside the packaged configurations; its
+expected calibration error is then measured, with the same protocol, on the held-out queries
+and on any further dataset (``--check``), per language.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from plugin.lab.evaluate.run import Dataset, ensure_dataset_index
+from plugin.lab.lookup_threshold import ExcludingMatcher, claim_words, duplicates_of
+from plugin.models import Mode
+from plugin.search.calibration import Calibrator, expected_calibration_error, fit_calibrator
+from plugin.search.matcher import MatchRequest
+from plugin.search.retrieval import RetrievalConfig
+
+
+def labelled_matches(store: Any, embedder: Any, settings: Any, dataset: Dataset,
+                     config: RetrievalConfig, *, mode: Mode, k: int = 10,
+                     splits: Iterable[str] | None = None, exclude_splits: Iterable[str] = (),
+                     qrels: dict[str, set[str]] | None = None) -> dict[str, Any]:
+    """``{"x", "y", "lang", "queries"}``: each shown match's features, label and post language,
+    from every query of ``qrels`` (default: all the dataset's) in ``splits`` (all when ``None``)
+    and not in ``exclude_splits``, run with and without its fact-checks in the index."""
+    alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
+    matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=config)
+    qrels = dataset.qrels["all"] if qrels is None else qrels
+    wanted = set(splits) if splits is not None else None
+    skip = set(exclude_splits)
+    with open(Path(dataset.path) / "factchecks.jsonl", encoding="utf-8") as fh:
+        words = claim_words({str(r["id"]): r.get("claim") or "" for r in map(json.loads, filter(str.strip, fh))})
+    rows: list[np.ndarray] = []
+    labels: list[float] = []
+    langs: list[str] = []
+    n = 0
+    for q in dataset.queries:
+        qid = str(q["id"])
+        if qid not in qrels or q.get("split") in skip or (wanted is not None and q.get("split") not in wanted):
+            continue
+        n += 1
+        answers = duplicates_of(qrels[qid], words)
+        req = MatchRequest(text=q["text"], lang=q.get("lang"), mode=mode, k=k)
+        for result in (matcher.match(req), matcher.match_without(req, answers)):
+            if result.features is None or not result.matches:
+                continue
+            rows.append(result.features)
+            labels.extend(float(m["id"] in answers) for m in result.matches)
+            langs.extend([result.lang or "?"] * len(result.matches))
+    x = np.vstack(rows) if rows else np.zeros((0, 0))
+    return {"x": x, "y": np.asarray(labels), "lang": langs, "queries": n}
+
+
+def _scores(p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    return {"matches": int(len(y)), "positives": int(y.sum()),
+            "ECE": round(expected_calibration_error(p, y), 4),
+            "mean_confidence": round(float(p.mean()), 4), "observed_rate": round(float(y.mean()), 4)}
+
+
+def thresholds(p: np.ndarray, y: np.ndarray, at: Sequence[float] = (0.5, 0.7, 0.8, 0.9, 0.95)) -> dict[str, Any]:
+    """Precision and recall of "the top match addresses the post" at confidence thresholds
+    (recall over the posts whose fact-check is in the index)."""
+    out = {}
+    for t in at:
+        chosen = p >= t
+        out[str(t)] = {"precision": round(float(y[chosen].mean()), 4) if chosen.any() else None,
+                       "recall": round(float(y[chosen].sum() / max(y.sum(), 1)), 4),
+                       "answered": int(chosen.sum())}
+    return out
+
+
+def calibration_report(cal: Calibrator, data: dict[str, Any]) -> dict[str, Any]:
+    """ECE, mean confidence and observed rate of ``cal`` on labelled matches, overall and per
+    post language; for every shown match and for the top match alone (``top1``: what a webhook
+    threshold or the verification lookup reads; over all ten, the many sure misses make any
+    model look calibrated)."""
+    if not len(data["y"]):
+        return {"queries": data["queries"], "matches": 0}
+    langs = np.asarray(data["lang"])
+    probs = np.empty(len(data["y"]))
+    for lang in set(data["lang"]):
+        probs[langs == lang] = cal.predict(data["x"][langs == lang], lang)
+    y = data["y"]
+    top = data["x"][:, 0] == 1.0  # FEATURES[0] is 1 / rank
+    out: dict[str, Any] = {"queries": data["queries"], **_scores(probs, y),
+                           "brier": round(float(np.mean((probs - y) ** 2)), 4),
+                           "top1": {**_scores(probs[top], y[top]),
+                                    "at": thresholds(probs[top], y[top])}, "per_lang": {}}
+    for lang in sorted(set(data["lang"])):
+        m = langs == lang
+        out["per_lang"][lang] = {**_scores(probs[m], y[m]), "top1": _scores(probs[m & top], y[m & top])}
+    return out
+
+
+def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config: RetrievalConfig, *,
+              out: Path, mode: Mode = Mode.AUTO, checks: Sequence[Dataset] = ()) -> dict[str, Any]:
+    """Fit on ``dataset``'s training queries, write ``out``, measure on its other queries and
+    on ``checks``. A dataset without a ``train`` split cannot be fitted on."""
+    train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
+    if not train["queries"]:
+        raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
+    cal = fit_calibrator(config.name, train["x"], train["y"], train["lang"], trained_on={
+        "dataset": Path(str(dataset.path)).name, "split": "train", "mode": mode.value,
+        "queries": train["queries"], "matches": int(len(train["y"])),
+        "protocol": "each post with and without its fact-checks in the index; top 10 matches"})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
+    held = labelled_matches(store, embedder, settings, dataset, config, mode=mode, exclude_splits=["train"])
+    report = {"config": config.name, "mode": mode.value, "written": str(out),
+              "train": calibration_report(cal, train),
+              "held_out": {Path(str(dataset.path)).name: calibration_report(cal, held)}}
+    for other in checks:
+        data = labelled_matches(store, embedder, settings, other, config, mode=mode)
+        report["held_out"][Path(str(other.path)).name] = calibration_report(cal, data)
+    return report
