@@ -170,7 +170,7 @@ def match(body: s.MatchIn) -> Response:
     result = matcher.match(MatchRequest(
         text=body.text, lang=body.lang, date=body.date, mode=body.mode, k=body.k,
         within_days=body.within_days, allow=tuple(body.allow), deny=tuple(body.deny),
-        rerank=body.rerank))
+        rerank=body.rerank, rerank_budget_ms=body.rerank_budget_ms or services().settings.rerank_budget_ms))
     return reply(s.MatchOut.model_validate(result.to_dict()))
 
 

@@ -93,6 +93,9 @@ class MatchIn(Request):
                                description="named retrieval configuration")
     rerank: bool = Field(default=False, description="rerank with the configuration's cross-encoder, "
                                                     "when one is configured")
+    rerank_budget_ms: float | None = Field(default=None, gt=0, le=60000, allow_inf_nan=False, description=(
+        "the cross-encoder's time budget (default FACTSIEVE_RERANK_BUDGET_MS, 150): only the "
+        "pairs that fit are reranked, none when fewer than two fit; `notes` says which"))
     allow: list[Domain] = Field(default_factory=list, max_length=50)
     deny: list[Domain] = Field(default_factory=list, max_length=50)
 

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
 
     #: The named retrieval configuration (``plugin/configs/retrieval.json``) matching uses.
     retrieval_config: str | None = None
+    #: ``POST /v1/match`` with ``rerank``: the cross-encoder's time budget when the request names
+    #: none; only the fused head's pairs that fit are reranked (``Matcher``, ``pairs_within``).
+    rerank_budget_ms: float = Field(default=150.0, gt=0, le=60_000)
 
     # -- HTTP API, workers, webhooks (api/, workers/) ------------------------------------------
     #: Namespace of every Redis key FactSieve writes (API keys, jobs, webhooks, Celery queues),

@@ -60,6 +60,9 @@ class MatchRequest:
     #: ``None``: rerank whenever the configuration has a rerank stage and the matcher a reranker;
     #: ``True``: the caller asked for it (the result notes when it could not); ``False``: never.
     rerank: bool | None = None
+    #: the cross-encoder's time budget (a live request's): only as many of the fused head as
+    #: fit are reranked, none when fewer than two fit (the result says so); ``None``: no budget
+    rerank_budget_ms: float | None = None
 
     def validated(self) -> MatchRequest:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -74,6 +77,8 @@ class MatchRequest:
             raise BadInput(f"within_days must be between 0 and {MAX_WITHIN_DAYS}")
         if self.within_days is not None and self.date is None:
             raise BadInput("within_days needs a date: the window ends at the post date")
+        if self.rerank_budget_ms is not None and not 0 < self.rerank_budget_ms <= 60_000:
+            raise BadInput("rerank_budget_ms must be between 0 and 60000")
         return self
 
 
@@ -171,6 +176,10 @@ class Matcher:
         self._centroids: LanguageCentroids | None = None
         self._centroids_at = 0.0
         self._calibrators: dict[str, Calibrator | None] = {}
+        #: the cross-encoder's measured cost of one pair (moving average), and the clock it is
+        #: measured with
+        self._pair_ms: float | None = None
+        self.clock = time.perf_counter
 
     def _check_model(self) -> None:
         if not self._model_checked:
@@ -258,8 +267,20 @@ class Matcher:
         fused = self._fetch_sources(fused, 0, sourced)
         t5 = time.perf_counter()
         rerank_scores: dict[str, float] = {}
+        notes: list[str] = []
         if reranking:
-            fused, rerank_scores = self._rerank(text, fused, cfg)
+            assert cfg.rerank is not None
+            pairs = pairs_within(req.rerank_budget_ms, self._pair_ms, cfg.rerank.top)
+            if pairs < MIN_RERANK_PAIRS:
+                reranking = False
+                notes.append(f"the rerank budget of {req.rerank_budget_ms:g} ms fits fewer than "
+                             f"{MIN_RERANK_PAIRS} pairs (~{self._pair_ms:.0f} ms a pair measured): "
+                             "the matches are in fused (first-stage) order")
+            else:
+                fused, rerank_scores = self._rerank(text, fused, cfg, pairs)
+                if pairs < min(cfg.rerank.top, len(fused)):
+                    notes.append(f"reranked the top {pairs} of {cfg.rerank.top} within the "
+                                 f"{req.rerank_budget_ms:g} ms budget")
         t6 = time.perf_counter()
         if cfg.collapse:
             top = collapse(fused[:sourced], cfg.collapse, req.k)
@@ -282,11 +303,11 @@ class Matcher:
         timings = {"normalize_ms": (t1 - t0) * 1e3, "embed_ms": (t2 - t1) * 1e3,
                    "search_ms": (t3 - t2) * 1e3, "fetch_ms": (t5 - t4 + t7 - t6) * 1e3,
                    "fuse_ms": (t4 - t3 + t8 - t7) * 1e3, "rerank_ms": (t6 - t5) * 1e3}
-        notes = () if reranking or req.rerank is not True else (
-            f"no reranker is configured for configuration {cfg.name!r}: "
-            "the matches are in fused (first-stage) order",)
+        if req.rerank is True and not self.will_rerank(req, cfg):
+            notes.append(f"no reranker is configured for configuration {cfg.name!r}: "
+                         "the matches are in fused (first-stage) order")
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
-                           timings_ms=timings, reranked=reranking, notes=notes,
+                           timings_ms=timings, reranked=reranking, notes=tuple(notes),
                            fusion="client" if server is None else "server", features=features)
 
     def calibrator_for(self, cfg: RetrievalConfig) -> Calibrator | None:
@@ -355,12 +376,20 @@ class Matcher:
         hits = read_candidates(response, "hybrid")
         return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]
 
-    def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig
+    def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig, pairs: int
                 ) -> tuple[list[Fused], dict[str, float]]:
+        """The fused head's first ``pairs`` reordered by the cross-encoder (blended with the
+        fused rank when the configuration says so); the rest keep their fused order. Each call
+        updates the measured cost of a pair that ``pairs_within`` plans the next one with."""
         assert cfg.rerank is not None and self.reranker is not None
-        head, tail = fused[: cfg.rerank.top], fused[cfg.rerank.top:]
+        top = min(cfg.rerank.top, pairs)
+        head, tail = fused[:top], fused[top:]
         passages = [passage(f.source) for f in head]
+        t0 = self.clock()
         scores = self.reranker.score(text, passages)
+        if head:
+            per_pair = (self.clock() - t0) * 1e3 / len(head)
+            self._pair_ms = per_pair if self._pair_ms is None else 0.7 * self._pair_ms + 0.3 * per_pair
         by_id = dict(zip((f.id for f in head), scores))
         w = cfg.rerank.weight
         n = len(head)
@@ -372,6 +401,22 @@ class Matcher:
         reranked = [replace(f, rank=i) for i, f in enumerate(ordered, start=1)]
         reranked += [replace(f, rank=len(reranked) + i) for i, f in enumerate(tail, start=1)]
         return reranked, by_id
+
+
+#: reranking fewer pairs than this cannot change an order worth reporting
+MIN_RERANK_PAIRS = 2
+#: pairs a reranker is tried on before its cost is known
+PROBE_PAIRS = 2
+
+
+def pairs_within(budget_ms: float | None, pair_ms: float | None, top: int) -> int:
+    """How many of the fused head to rerank: all ``top`` without a budget; ``PROBE_PAIRS`` while
+    the cost of a pair is not measured yet; else as many as fit the budget (pure)."""
+    if budget_ms is None:
+        return top
+    if pair_ms is None:
+        return min(top, PROBE_PAIRS)
+    return min(top, int(budget_ms // max(pair_ms, 1e-6)))
 
 
 def other_language(lang: str | None) -> Callable[[Hit], bool]:

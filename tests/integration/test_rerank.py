@@ -94,3 +94,41 @@ def test_configs_name_rerankers_relative_to_the_model_cache(
                       reranker=rerankers["hybrid-tiny"])
     result = matcher.match(MatchRequest(text=_queries()[0]["text"], lang="en", k=10))
     assert len(result.matches) == 10 and all("rerank" in m["explain"] for m in result.matches)
+
+
+class MeteredReranker:
+    """Scores by passage length and advances a fake clock by ``ms`` per pair: the budget logic
+    is tested without timing anything."""
+
+    name = "metered"
+
+    def __init__(self, ms: float) -> None:
+        self.ms, self.now, self.calls = ms, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        self.calls.append(len(passages))
+        self.now += self.ms * len(passages) / 1e3
+        return [len(p) / 1000 for p in passages]
+
+
+def test_a_live_budget_reranks_what_fits_and_says_so(store, embedder, settings, sample_alias):
+    cfg = get_config("hybrid-rrf").model_copy(update={"name": "metered", "rerank": Rerank(model="m", top=TOP)})
+    ce = MeteredReranker(ms=40.0)
+    matcher = Matcher(store, embedder, settings, alias=sample_alias, config=cfg, reranker=ce)
+    matcher.clock = ce.clock
+    text = _queries()[0]["text"]
+    first = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=150))
+    assert ce.calls == [2] and first.reranked  # the cost is unknown: a probe of two pairs
+    assert first.notes == ("reranked the top 2 of 20 within the 150 ms budget",)
+    second = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=150))
+    assert ce.calls[-1] == 3 and second.reranked  # 150 // 40 ms a pair
+    unbounded = matcher.match(MatchRequest(text=text, k=10))
+    assert ce.calls[-1] == TOP and unbounded.reranked and unbounded.notes == ()
+    tight = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50))
+    assert ce.calls[-1] == TOP and not tight.reranked  # 50 // 40 = 1 pair: not worth it
+    assert "fits fewer than 2 pairs (~40 ms a pair measured)" in tight.notes[0]
+    fused = Matcher(store, embedder, settings, alias=sample_alias, config=get_config("hybrid-rrf"))
+    assert [m["id"] for m in tight.matches] == [m["id"] for m in fused.match(MatchRequest(text=text, k=10)).matches]

@@ -209,3 +209,22 @@ def test_a_failed_llm_variant_sits_out_of_the_fusion():
                       generate=lambda variant, text, lang: None if variant == "hyde" else "q?")
     bodies, weights = matcher.plan(MatchRequest(text="x"), "x", "en", matcher.config)
     assert "dense:hyde" not in bodies and "dense:hyde" not in weights and "bm25:question" in bodies
+
+
+@pytest.mark.parametrize("budget, pair_ms, top, pairs", [
+    (None, None, 20, 20),      # no budget: the configuration's whole head
+    (150, None, 20, 2),        # cost unknown: a probe
+    (150, 40.0, 20, 3),
+    (150, 5.0, 20, 20),        # capped at the head
+    (50, 40.0, 20, 1),         # under MIN_RERANK_PAIRS: the matcher falls back to fused order
+    (150, None, 1, 1),
+])
+def test_pairs_within_the_budget(budget, pair_ms, top, pairs):
+    from plugin.search.matcher import pairs_within
+
+    assert pairs_within(budget, pair_ms, top) == pairs
+
+
+def test_the_rerank_budget_is_validated():
+    with pytest.raises(BadInput, match="rerank_budget_ms"):
+        MatchRequest(text="x", rerank_budget_ms=0).validated()
