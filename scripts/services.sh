@@ -246,20 +246,28 @@ opensearch_up() {
   fi
   fetch_opensearch
   mkdir -p "$OS_DATA" "$OS_LOGS"
-  local t0; t0=$(date +%s)
   log "starting OpenSearch $OS_VERSION on $OS_URL (heap $OS_HEAP)"
-  start_node "$OS_HEAP" "$OS_PID" "$OS_LOGS/console.log" \
+  single_node_up OpenSearch os_healthy "$OS_LOGS/factsieve-local.log" \
+    "$OS_HEAP" "$OS_PID" "$OS_LOGS/console.log" \
     -Ecluster.name=factsieve-local -Enode.name=factsieve-node \
     -Enetwork.host=127.0.0.1 -Ehttp.port="$OS_PORT" -Etransport.port=9300-9399 \
-    -Ediscovery.type=single-node -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS" \
+    -Epath.data="$OS_DATA" -Epath.logs="$OS_LOGS"
+}
+
+# single_node_up LABEL HEALTH_FN LOGFILE HEAP PIDFILE CONSOLE -Esettings...: start one
+# single-node cluster (start_node) and wait until HEALTH_FN says it is healthy
+single_node_up() {
+  local label="$1" healthy="$2" logfile="$3" console="$6" t0; shift 3
+  t0=$(date +%s)
+  start_node "$@" -Ediscovery.type=single-node \
     -Ecluster.routing.allocation.disk.threshold_enabled=false -Eaction.auto_create_index=false
   for _ in $(seq 1 180); do
-    if os_healthy; then log "OpenSearch healthy after $(( $(date +%s) - t0 ))s"; return; fi
+    if "$healthy"; then log "$label healthy after $(( $(date +%s) - t0 ))s"; return; fi
     sleep 1
   done
-  log "OpenSearch did not become healthy in 180s; see $OS_LOGS/factsieve-local.log"
-  tail -n 20 "$OS_LOGS/console.log" >&2 || true
-  tail -n 40 "$OS_LOGS/factsieve-local.log" >&2 || true
+  log "$label did not become healthy in 180s; see $logfile"
+  tail -n 20 "$console" >&2 || true
+  tail -n 40 "$logfile" >&2 || true
   exit 1
 }
 
@@ -428,7 +436,8 @@ cluster_down() {
 # Passwords are generated here (no default secret) and written with the connection settings to
 # .cache/opensearch/secure/secure.env (mode 600), which `make test-secure` and tests read.
 # The node has its own home (a copy of the plain one without ML Commons, plus the security plugin),
-# HTTPS on 9250 (FACTSIEVE_OS_SECURE_PORT), a 512 MB heap; the roles are rendered from
+# HTTPS on 9250 (FACTSIEVE_OS_SECURE_PORT; the next free port when another checkout's node holds
+# it, recorded in secure.env), a 512 MB heap; the roles are rendered from
 # index_templates/security/ with the index patterns in FACTSIEVE_OS_SECURE_PATTERNS.
 SEC_DIR="$CACHE/opensearch/secure"
 SEC_HOME="$SEC_DIR/opensearch-$OS_VERSION"
@@ -446,8 +455,10 @@ secure_healthy() {
   [ -f "$SEC_ENV" ] || return 1
   curl -fs --max-time 3 --cacert "$SEC_CERTS/root-ca.pem" \
     -u "factsieve_admin:$(sec_env_get FACTSIEVE_OPENSEARCH_ADMIN_PASSWORD)" \
-    "https://127.0.0.1:$SEC_PORT/_cluster/health" 2>/dev/null | grep -q '"status":"\(green\|yellow\)"'
+    "$(sec_env_get FACTSIEVE_OPENSEARCH_URL)/_cluster/health" 2>/dev/null | grep -q '"status":"\(green\|yellow\)"'
 }
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 sec_cert() {  # sec_cert NAME CN [SAN]: a PKCS#8 key and a certificate signed by the local CA
   local name="$1" cn="$2" san="${3:-}" ext
@@ -558,20 +569,18 @@ secure_up() {
   SEC_CHANGED=0; sec_config
   if [ "$SEC_CHANGED" = 1 ]; then rm -rf "$SEC_DIR/data"; fi
   mkdir -p "$SEC_DIR/data" "$SEC_DIR/logs"
-  local t0; t0=$(date +%s)
-  log "starting the secured OpenSearch node on https://127.0.0.1:$SEC_PORT (heap $SEC_HEAP)"
-  NODE_HOME="$SEC_HOME" start_node "$SEC_HEAP" "$SEC_DIR/node.pid" "$SEC_DIR/logs/console.log" \
+  # the port this home used last, or the next free one: another checkout's secured node (whose
+  # passwords this one does not know) may hold 9250
+  local port; port="$(sec_env_get FACTSIEVE_OPENSEARCH_URL)"; port="${port##*:}"
+  while port_busy "$port" || port_busy "$((port + 100))"; do port=$((port + 1)); done
+  sed -i "s|^FACTSIEVE_OPENSEARCH_URL=.*|FACTSIEVE_OPENSEARCH_URL=https://127.0.0.1:$port|" "$SEC_ENV"
+  log "starting the secured OpenSearch node on https://127.0.0.1:$port (heap $SEC_HEAP)"
+  NODE_HOME="$SEC_HOME" single_node_up "secured OpenSearch" secure_healthy "$SEC_DIR/logs/factsieve-secure.log" \
+    "$SEC_HEAP" "$SEC_DIR/node.pid" "$SEC_DIR/logs/console.log" \
     -Ecluster.name=factsieve-secure -Enode.name=factsieve-secure-node \
-    -Enetwork.host=127.0.0.1 -Ehttp.port="$SEC_PORT" -Etransport.port="$((SEC_PORT + 100))" \
-    -Ediscovery.type=single-node -Epath.data="$SEC_DIR/data" -Epath.logs="$SEC_DIR/logs" \
-    -Ecluster.routing.allocation.disk.threshold_enabled=false -Eaction.auto_create_index=false
-  for _ in $(seq 1 180); do
-    if secure_healthy; then log "secured OpenSearch healthy after $(( $(date +%s) - t0 ))s; settings in $SEC_ENV"; return; fi
-    sleep 1
-  done
-  log "the secured node did not become healthy in 180s; see $SEC_DIR/logs/factsieve-secure.log"
-  tail -n 40 "$SEC_DIR/logs/factsieve-secure.log" >&2 || true
-  exit 1
+    -Enetwork.host=127.0.0.1 -Ehttp.port="$port" -Etransport.port="$((port + 100))" \
+    -Epath.data="$SEC_DIR/data" -Epath.logs="$SEC_DIR/logs"
+  log "secured node settings: $SEC_ENV"
 }
 
 secure_down() {
@@ -604,6 +613,6 @@ case "${1:-}" in
     if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi
     if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi
     if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi
-    if secure_healthy; then echo "opensearch (secured): up (https://127.0.0.1:$SEC_PORT, $SEC_ENV)"; else echo "opensearch (secured): down"; fi ;;
+    if secure_healthy; then echo "opensearch (secured): up ($(sec_env_get FACTSIEVE_OPENSEARCH_URL), $SEC_ENV)"; else echo "opensearch (secured): down"; fi ;;
   *) echo "usage: $0 up|down [--nodes N|--secure]|status|fetch" >&2; exit 2 ;;
 esac
