@@ -271,7 +271,7 @@ class Matcher:
         if reranking:
             assert cfg.rerank is not None
             pairs = pairs_within(req.rerank_budget_ms, self._pair_ms, cfg.rerank.top)
-            if pairs < MIN_RERANK_PAIRS:
+            if req.rerank_budget_ms is not None and pairs < MIN_RERANK_PAIRS:
                 reranking = False
                 notes.append(f"the rerank budget of {req.rerank_budget_ms:g} ms fits fewer than "
                              f"{MIN_RERANK_PAIRS} pairs (~{self._pair_ms:.0f} ms a pair measured): "

@@ -218,6 +218,7 @@ def test_a_failed_llm_variant_sits_out_of_the_fusion():
     (150, 5.0, 20, 20),        # capped at the head
     (50, 40.0, 20, 1),         # under MIN_RERANK_PAIRS: the matcher falls back to fused order
     (150, None, 1, 1),
+    (None, 40.0, 1, 1),        # no budget: even a one-pair head is reranked
 ])
 def test_pairs_within_the_budget(budget, pair_ms, top, pairs):
     from plugin.search.matcher import pairs_within
