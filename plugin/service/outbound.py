@@ -18,6 +18,8 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -98,6 +100,22 @@ def resolve_host(host: str) -> list[str]:
     except (socket.gaierror, UnicodeError) as exc:
         raise Unresolvable(f"webhook host {host!r} does not resolve: {exc}") from None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+#: where host lookups with a deadline run: ``getaddrinfo`` has no timeout of its own, so a
+#: lookup that hangs is abandoned at the deadline (its thread finishes when the resolver gives
+#: up); four at most, so hanging lookups cannot pile up threads
+_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="factsieve-dns")
+
+
+def resolve_within(resolve: Callable[[str], list[str]], host: str, timeout_s: float) -> list[str]:
+    """``resolve(host)``, or ``Unresolvable`` once ``timeout_s`` has passed: the lookup is part
+    of a delivery attempt's deadline."""
+    future = _LOOKUPS.submit(resolve, host)
+    try:
+        return future.result(timeout=max(timeout_s, 0.0))
+    except FutureTimeout:
+        raise Unresolvable(f"webhook host {host!r} did not resolve within {timeout_s:g} s") from None
 
 
 @dataclass(frozen=True)

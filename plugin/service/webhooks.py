@@ -39,7 +39,8 @@ from plugin.errors import BadInput, InvalidRequest, NotFound
 # tests have always found them
 from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
                                      DeliveryError, Reply, Target, Unresolvable, check_target,
-                                     check_url, is_public_address, post, resolve_host)
+                                     check_url, is_public_address, post, resolve_host,
+                                     resolve_within)
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
@@ -414,25 +415,33 @@ class WebhookStore:
                 sub = self._load(rec["subscription_id"])
             except NotFound:
                 return self._record(rec, None, "subscription deleted", 0.0, final=True)
+            # the host lookup is part of the attempt: one deadline covers it, connecting,
+            # sending and reading
+            t0 = time.perf_counter()
+            deadline_s = self.settings.webhook_timeout_s
             try:
-                target = check_target(sub["url"], self.allowed, self.resolve)
+                target = check_target(sub["url"], self.allowed,
+                                      lambda host: resolve_within(self.resolve, host, deadline_s))
             except Unresolvable as exc:
-                return self._record(rec, None, f"ConnectionError: {exc.detail}", 0.0)
+                return self._record(rec, None, f"ConnectionError: {exc.detail}",
+                                    (time.perf_counter() - t0) * 1e3)
             except BadInput as exc:
                 return self._record(rec, None, f"refused: {exc.detail}", 0.0, final=True)
-            return self._send(rec, sub, target)
+            return self._send(rec, sub, target, t0)
         finally:
             self.kv.call("unlock delivery", self.kv.client.delete, lock)
 
-    def _send(self, rec: dict[str, Any], sub: dict[str, Any], target: Target) -> Outcome:
+    def _send(self, rec: dict[str, Any], sub: dict[str, Any], target: Target, t0: float) -> Outcome:
+        """One attempt's POST, within what the host lookup that began at ``t0`` left of the
+        deadline."""
         body = rec["body"].encode("utf-8")
         now = time.time()
         ts = str(int(now))
         headers = delivery_headers(rec["event"], rec["id"], ts,
                                    signature_header(signing_secrets(sub, now), ts, body))
-        t0 = time.perf_counter()
+        left = self.settings.webhook_timeout_s - (time.perf_counter() - t0)
         try:
-            reply = self.transport(target, body, headers, deadline_s=self.settings.webhook_timeout_s)
+            reply = self.transport(target, body, headers, deadline_s=max(left, 0.001))
             code, error = reply.status, None if 200 <= reply.status < 300 else f"HTTP {reply.status}"
         except DeliveryError as exc:
             code, error = None, exc.detail[:500]

@@ -392,7 +392,7 @@ def test_store_sends_to_the_checked_address_not_a_second_lookup():
     assert lookups == ["hooks.example.org"]  # once, for the check; the transport got the address
     target = transport.calls[0]["target"]
     assert target.addresses == ("93.184.216.34",) and target.host_header == "hooks.example.org"
-    assert transport.calls[0]["deadline_s"] == 2.0
+    assert 1.5 < transport.calls[0]["deadline_s"] <= 2.0  # what the lookup left of the 2 s
     headers, body = transport.calls[0]["headers"], transport.calls[0]["body"]
     assert verify_signature(sub["secret"], body, headers["X-FactSieve-Timestamp"], headers["X-FactSieve-Signature"])
     assert "," not in headers["X-FactSieve-Signature"]
@@ -753,3 +753,31 @@ def test_min_score_reads_the_best_match_s_confidence_else_its_fused_score():
     assert best_score([{"score": 0.047, "confidence": 0.91}, {"score": 0.04, "confidence": 0.2}]) == 0.91
     assert best_score([{"score": 0.047, "confidence": None}]) == 0.047  # no confidence model
     assert wants({**SUB, "min_score": 0.9}, Event.POST_MATCHED, "en", best_score([{"score": 0.05, "confidence": 0.93}]))
+
+
+def test_a_hanging_host_lookup_ends_with_the_attempt_s_deadline():
+    import threading
+
+    from plugin.service.webhooks import Unresolvable, resolve_within
+
+    release = threading.Event()
+    calls = []
+
+    def hangs_after_the_first(host):  # answers when the subscription is made, then hangs
+        calls.append(host)
+        if len(calls) > 1:
+            release.wait(10)
+        return ["93.184.216.34"]
+    transport = Recorder()
+    store = make_store(transport, hangs_after_the_first, webhook_timeout_s=0.3)
+    try:
+        _, did = planned(store)
+        outcome = store.attempt(did)
+        with pytest.raises(Unresolvable, match="did not resolve within 0.2 s"):
+            resolve_within(hangs_after_the_first, "slow.example.org", 0.2)
+    finally:
+        release.set()
+    assert outcome.status is DeliveryStatus.PENDING and transport.calls == []  # retried later
+    attempt = store.delivery(did)["attempts"][0]
+    assert "did not resolve within 0.3 s" in attempt["error"] and attempt["duration_ms"] >= 300
+    assert resolve_within(lambda host: ["93.184.216.34"], "fast.example.org", 1.0) == ["93.184.216.34"]
