@@ -338,14 +338,17 @@ def tls_options(settings: Settings, hosts: list[str]) -> dict[str, Any]:
     return opts
 
 
+#: what an SSL error's text says, in words an operator can act on
+_SSL_REASONS = {"certificate_verify_failed": "certificate verify failed",
+                "wrong_version_number": "the node does not speak TLS there (http, not https?)",
+                "certificate required": "the node asks for a client certificate",
+                "hostname mismatch": "the certificate is for another host name",
+                "unknown ca": "the node does not trust FactSieve's client certificate"}
+
+
 def _ssl_reason(exc: osx.SSLError) -> str:
     text = str(exc.info or exc.error or exc)
-    for known in ("CERTIFICATE_VERIFY_FAILED", "certificate required", "WRONG_VERSION_NUMBER",
-                  "hostname mismatch", "unknown ca"):
-        if known.lower() in text.lower():
-            return {"WRONG_VERSION_NUMBER": "the node does not speak TLS there (http, not https?)"}.get(
-                known, known.lower().replace("_", " "))
-    return text[:200]
+    return next((words for known, words in _SSL_REASONS.items() if known in text.lower()), text[:200])
 
 
 def _denied(reason: str) -> str:

@@ -69,14 +69,16 @@ def _scores(p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
             "mean_confidence": round(float(p.mean()), 4), "observed_rate": round(float(y.mean()), 4)}
 
 
-def thresholds(p: np.ndarray, y: np.ndarray, at: Sequence[float] = (0.5, 0.7, 0.8, 0.9, 0.95)) -> dict[str, Any]:
-    """Precision and recall of "the top match addresses the post" at confidence thresholds
-    (recall over the posts whose fact-check is in the index)."""
+def thresholds(p: np.ndarray, y: np.ndarray, findable: int,
+               at: Sequence[float] = (0.5, 0.7, 0.8, 0.9, 0.95)) -> dict[str, Any]:
+    """Precision and recall of "the top match addresses the post" at confidence thresholds:
+    ``p``/``y`` are the top matches' confidences and labels; recall is over the ``findable``
+    posts (those run with their fact-checks in the index)."""
     out = {}
     for t in at:
         chosen = p >= t
         out[str(t)] = {"precision": round(float(y[chosen].mean()), 4) if chosen.any() else None,
-                       "recall": round(float(y[chosen].sum() / max(y.sum(), 1)), 4),
+                       "recall": round(float(y[chosen].sum() / max(findable, 1)), 4),
                        "answered": int(chosen.sum())}
     return out
 
@@ -97,7 +99,8 @@ def calibration_report(cal: Calibrator, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"queries": data["queries"], **_scores(probs, y),
                            "brier": round(float(np.mean((probs - y) ** 2)), 4),
                            "top1": {**_scores(probs[top], y[top]),
-                                    "at": thresholds(probs[top], y[top])}, "per_lang": {}}
+                                    "at": thresholds(probs[top], y[top], data["queries"])},
+                           "per_lang": {}}
     for lang in sorted(set(data["lang"])):
         m = langs == lang
         out["per_lang"][lang] = {**_scores(probs[m], y[m]), "top1": _scores(probs[m & top], y[m & top])}
@@ -108,9 +111,9 @@ def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config
               out: Path, mode: Mode = Mode.AUTO, checks: Sequence[Dataset] = ()) -> dict[str, Any]:
     """Fit on ``dataset``'s training queries, write ``out``, measure on its other queries and
     on ``checks``. A dataset without a ``train`` split cannot be fitted on."""
-    train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
-    if not train["queries"]:
+    if not any(q.get("split") == "train" and str(q["id"]) in dataset.qrels["all"] for q in dataset.queries):
         raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
+    train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
     cal = fit_calibrator(config.name, train["x"], train["y"], train["lang"], trained_on={
         "dataset": Path(str(dataset.path)).name, "split": "train", "mode": mode.value,
         "queries": train["queries"], "matches": int(len(train["y"])),

@@ -166,6 +166,28 @@ def test_tune_cross_validates_one_parameter(capsys, embedder, dataset_copy):
     assert code == 2 and "not a numeric configuration field" in err
 
 
+def test_calibrate_fits_on_the_training_split_and_reports_held_out(capsys, embedder, tmp_path, store):
+    import shutil
+    import uuid
+
+    data = tmp_path / f"clef-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(SAMPLES / "clef2020", data)
+    out = tmp_path / "factsieve.json"
+    try:
+        code, printed, _ = run(capsys, "calibrate", "--dataset", str(data), "--out", str(out))
+        assert code == 0
+        report = json.loads(printed)
+        model = json.loads(out.read_text())
+        assert model["trained_on"]["split"] == "train" and model["trained_on"]["queries"] == report["train"]["queries"]
+        held = report["held_out"][data.name]
+        assert held["queries"] + report["train"]["queries"] == 60 and held["top1"]["matches"] == 2 * held["queries"]
+        assert 0 <= held["top1"]["ECE"] <= 1 and "0.9" in held["top1"]["at"]
+        code, _, err = run(capsys, "calibrate", "--dataset", str(SAMPLES / "multiclaim"), "--out", str(out))
+        assert code == 2 and "no queries with split 'train'" in err
+    finally:
+        store.delete_index(f"eval-{data.name}-*")
+
+
 @pytest.mark.parametrize("command", ["evaluate", "bench"])
 def test_unknown_config_is_refused(capsys, command):
     code, _, err = run(capsys, command, "--dataset", str(SAMPLES / "multiclaim"), "--config", "dense,nope")

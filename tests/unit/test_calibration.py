@@ -74,3 +74,12 @@ def test_fit_predict_round_trip_and_per_language_curves(tmp_path):
 def test_the_packaged_calibrator_loads():
     cal = load_calibrator("factsieve")
     assert cal is not None and cal.trained_on["split"] == "train"
+
+
+def test_threshold_table_by_hand():
+    from plugin.lab.calibrate import thresholds
+
+    got = thresholds(np.array([0.95, 0.85, 0.4]), np.array([1.0, 0.0, 1.0]), findable=3, at=(0.5, 0.9, 0.99))
+    assert got["0.9"] == {"precision": 1.0, "recall": 0.3333, "answered": 1}
+    assert got["0.5"] == {"precision": 0.5, "recall": 0.3333, "answered": 2}
+    assert got["0.99"] == {"precision": None, "recall": 0.0, "answered": 0}
