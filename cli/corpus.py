@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from plugin.errors import BadInput
+from plugin.errors import BadInput, ModelUnavailable
 from plugin.service.services import Services
 
 from cli.common import dump
@@ -43,8 +43,22 @@ def cmd_model_build(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.build_e5 import build_test_model
     from plugin.settings import TEST_MODEL
 
-    path = build_test_model(rebuilt_model_dir(services.settings), force=args.force)
-    dump({"model": TEST_MODEL, "path": str(path)})
+    from plugin.embedding.adapter import known_adapters
+    from plugin.embedding.query_tower import build_query_tower
+
+    settings = services.settings
+    out: dict[str, object] = {"model": settings.embedding_model}
+    if settings.embedding_model == TEST_MODEL:
+        out["path"] = str(build_test_model(rebuilt_model_dir(settings), force=args.force))
+    # the query towers the adapters describe (committed, and FACTSIEVE_QUERY_ADAPTER_DIR's), merged into this deployment's base model
+    towers = {}
+    for name in known_adapters(settings.query_adapter_dir):
+        try:
+            towers[name] = str(build_query_tower(settings, name, force=args.force))
+        except ModelUnavailable as exc:
+            towers[name] = f"skipped: {exc}"
+    out["query_towers"] = towers
+    dump(out)
     return 0
 
 

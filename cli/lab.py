@@ -142,7 +142,7 @@ def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
     try:
         dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
                        out=args.out or calibrator_path(config.name), mode=Mode.parse(args.mode),
-                       checks=checks))
+                       checks=checks, cross_fit=[c.strip() for c in (args.cross_fit or "").split(",") if c.strip()]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     return 0
@@ -163,6 +163,24 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
         # once: with --fusion both, on the client run only
         hosted=args.hosted and not (args.fusion == "both" and s.server_fusion)))
     dump(result)
+    return 0
+
+
+# -- train-query-encoder -----------------------------------------------------------------------
+def cmd_train_query_encoder(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.query_tower import TowerOptions, train_query_encoder
+
+    options = TowerOptions(rank=args.rank, layers=args.layers, lr=args.lr, epochs=args.epochs,
+                           tau=args.tau, batch_size=args.batch_size, seed=args.seed)
+    fold = None
+    if args.fold:
+        try:
+            i, k = (int(x) for x in args.fold.split("/"))
+        except ValueError:
+            raise BadInput(f"--fold {args.fold!r}: expected I/K, e.g. 0/3") from None
+        fold = (i, k)
+    dump(train_query_encoder(services.settings, dataset_path(args.dataset), args.name, args.out,
+                             options, holdout=args.holdout, fold=fold))
     return 0
 
 
@@ -284,6 +302,30 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--check", type=Path, action="append", metavar="DIR",
                     help="another dataset to measure the fit on (repeatable)")
     sp.add_argument("--out", type=Path, help="where to write it (default: the packaged plugin/search/calibration/NAME.json)")
+    sp.add_argument("--cross-fit", metavar="NAME[,NAME...]",
+                    help="fold adapters (train-query-encoder --fold) to run the training queries with, "
+                         "for a configuration whose query encoder saw them")
+
+    from plugin.lab.query_tower import TowerOptions
+
+    d = TowerOptions()
+    sp = add("train-query-encoder", cmd_train_query_encoder,
+             "fine-tune the query side of the embedding model on a dataset's training queries "
+             "(a LoRA adapter, CPU, JAX)")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--name", default="clef2020-e5small-query", help="the adapter's name (a configuration's query_encoder)")
+    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/search/encoders/)")
+    sp.add_argument("--holdout", action="store_true",
+                    help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
+    sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id): out-of-fold "
+                                               "adapters for choosing fusion weights and fitting confidence")
+    sp.add_argument("--rank", type=int, default=d.rank)
+    sp.add_argument("--layers", type=int, default=d.layers, help="top layers adapted")
+    sp.add_argument("--lr", type=float, default=d.lr)
+    sp.add_argument("--epochs", type=int, default=d.epochs)
+    sp.add_argument("--tau", type=float, default=d.tau, help="softmax temperature")
+    sp.add_argument("--batch-size", type=int, default=d.batch_size)
+    sp.add_argument("--seed", type=int, default=d.seed)
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     add_fusion_flag(sp)

@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     #: sentence-transformers (torch) otherwise.
     embedding_backend: str = "auto"
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    #: A folder of query adapters of your own (``factsieve train-query-encoder --out``), looked in
+    #: before the committed ones: a configuration's ``query_encoder`` names one.
+    query_adapter_dir: Path | None = None
     #: onnxruntime intra-op threads for the ONNX embedder (default: the CPUs this process may
     #: use, at most 4). On a box shared with OpenSearch, 1 can give the lower match latency.
     embedding_threads: int | None = Field(default=None, ge=1, le=64)

@@ -107,16 +107,56 @@ def calibration_report(cal: Calibrator, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def out_of_fold(store: Any, embedder: Any, settings: Any, dataset: Dataset, config: RetrievalConfig,
+                folds: Sequence[str], *, mode: Mode) -> dict[str, Any]:
+    """Labelled matches of the training queries, each run with the fold adapter that did not
+    train on it (``train-query-encoder --fold``): a configuration whose query tower saw the
+    training queries ranks them better than it will rank anyone's posts, and a confidence model
+    fitted on that would be sure too often."""
+    from plugin.embedding.adapter import adapter_folder_for, load_adapter
+
+    train_ids = {str(q["id"]) for q in dataset.queries if q.get("split") == "train"}
+    parts: list[dict[str, Any]] = []
+    covered: set[str] = set()
+    for name in folds:
+        seen = {str(q) for q in load_adapter(name, adapter_folder_for(name, settings.query_adapter_dir))
+                .manifest.get("training_query_ids", [])}
+        held = {q: rel for q, rel in dataset.qrels["all"].items() if q in train_ids - seen - covered}
+        covered |= set(held)
+        parts.append(labelled_matches(store, embedder, settings, dataset,
+                                      config.model_copy(update={"query_encoder": name}), mode=mode,
+                                      splits=["train"], qrels=held))
+    missing = {q for q in train_ids if q in dataset.qrels["all"]} - covered
+    if missing:
+        raise ValueError(f"{len(missing)} training queries were seen by every fold adapter "
+                         f"({', '.join(folds)}): train them with --fold I/K for every I")
+    rows = [p["x"] for p in parts if len(p["y"])]
+    return {"x": np.vstack(rows) if rows else np.zeros((0, 0)),
+            "y": np.concatenate([p["y"] for p in parts]), "lang": [lang for p in parts for lang in p["lang"]],
+            "queries": sum(p["queries"] for p in parts)}
+
+
 def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config: RetrievalConfig, *,
-              out: Path, mode: Mode = Mode.AUTO, checks: Sequence[Dataset] = ()) -> dict[str, Any]:
+              out: Path, mode: Mode = Mode.AUTO, checks: Sequence[Dataset] = (),
+              cross_fit: Sequence[str] = ()) -> dict[str, Any]:
     """Fit on ``dataset``'s training queries, write ``out``, measure on its other queries and
-    on ``checks``. A dataset without a ``train`` split cannot be fitted on."""
+    on ``checks``. A dataset without a ``train`` split cannot be fitted on. ``cross_fit``: the
+    fold adapters to run the training queries with (``out_of_fold``), for a configuration whose
+    query encoder was trained on them."""
     if not any(q.get("split") == "train" and str(q["id"]) in dataset.qrels["all"] for q in dataset.queries):
         raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
-    train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
+    if config.query_encoder and not cross_fit:
+        raise ValueError(f"{config.name} embeds posts with the query encoder "
+                         f"{config.query_encoder!r}, which was trained on these queries: fit on "
+                         "out-of-fold adapters (--cross-fit NAME,NAME,...)")
+    if cross_fit:
+        train = out_of_fold(store, embedder, settings, dataset, config, cross_fit, mode=mode)
+    else:
+        train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
     cal = fit_calibrator(config.name, train["x"], train["y"], train["lang"], trained_on={
         "dataset": Path(str(dataset.path)).name, "split": "train", "mode": mode.value,
         "queries": train["queries"], "matches": int(len(train["y"])),
+        **({"cross_fit": list(cross_fit)} if cross_fit else {}),
         "protocol": "each post with and without its fact-checks in the index; top 10 matches"})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")

@@ -156,7 +156,8 @@ class Matcher:
                  alias: str | None = None, config: RetrievalConfig | str | None = None,
                  reranker: Reranker | None = None,
                  generate: Callable[[str, str, str | None], str] | None = None,
-                 explained: bool = False) -> None:
+                 explained: bool = False,
+                 query_encoders: dict[str, Embedder] | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -176,6 +177,9 @@ class Matcher:
         self._centroids: LanguageCentroids | None = None
         self._centroids_at = 0.0
         self._calibrators: dict[str, Calibrator | None] = {}
+        #: tuned query towers by adapter name (``None``: not available here, with the reason)
+        self._query_encoders: dict[str, Embedder | None] = dict(query_encoders or {})
+        self._query_encoder_errors: dict[str, str] = {}
         #: the cross-encoder's measured cost of one pair (moving average), and the clock it is
         #: measured with
         self._pair_ms: float | None = None
@@ -212,7 +216,8 @@ class Matcher:
         dense_variants = sorted({r.query for r in retrievers if r.kind is RetrieverKind.DENSE})
         vectors = {}
         if dense_variants:
-            encoded = self.embedder.encode_queries([texts[v] for v in dense_variants])
+            encoder = self.query_encoder_for(config) or self.embedder
+            encoded = encoder.encode_queries([texts[v] for v in dense_variants])
             vectors = dict(zip(dense_variants, encoded))
             if centroids is not None and config.language_centering and not mono:
                 vectors = {v: center_query(vec, lang, centroids, config.language_centering)
@@ -268,6 +273,9 @@ class Matcher:
         t5 = time.perf_counter()
         rerank_scores: dict[str, float] = {}
         notes: list[str] = []
+        encoder_note = self.query_encoder_note(cfg)
+        if encoder_note and any(r.kind is RetrieverKind.DENSE for r in cfg.retrievers):
+            notes.append(encoder_note)
         if reranking:
             assert cfg.rerank is not None
             pairs = pairs_within(req.rerank_budget_ms, self._pair_ms, cfg.rerank.top)
@@ -309,6 +317,31 @@ class Matcher:
         return MatchResult(lang=lang, matches=matches, took_ms=(t8 - t0) * 1e3, config=cfg.name,
                            timings_ms=timings, reranked=reranking, notes=tuple(notes),
                            fusion="client" if server is None else "server", features=features)
+
+    def query_encoder_for(self, cfg: RetrievalConfig) -> Embedder | None:
+        """The tuned query tower a configuration names, loaded once; ``None`` when it names none
+        or it cannot load here (``query_encoder_note`` says why, and the base encoder serves)."""
+        name = cfg.query_encoder
+        if not name:
+            return None
+        if name not in self._query_encoders:
+            from plugin.embedding.query_tower import load_query_tower
+            from plugin.errors import ModelUnavailable
+
+            try:
+                self._query_encoders[name] = load_query_tower(self.settings, name, self.embedder)
+            except ModelUnavailable as exc:
+                self._query_encoders[name] = None
+                self._query_encoder_errors[name] = str(exc)
+        return self._query_encoders[name]
+
+    def query_encoder_note(self, cfg: RetrievalConfig) -> str | None:
+        """Why a configuration's query encoder is not in use, or ``None`` when it is (or there
+        is none)."""
+        if cfg.query_encoder and self.query_encoder_for(cfg) is None:
+            reason = self._query_encoder_errors.get(cfg.query_encoder, "not available")
+            return f"the base encoder embedded the post: {reason}"
+        return None
 
     def calibrator_for(self, cfg: RetrievalConfig) -> Calibrator | None:
         """The configuration's packaged confidence model (``factsieve calibrate``), read once."""

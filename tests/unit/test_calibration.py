@@ -83,3 +83,19 @@ def test_threshold_table_by_hand():
     assert got["0.9"] == {"precision": 1.0, "recall": 0.3333, "answered": 1}
     assert got["0.5"] == {"precision": 0.5, "recall": 0.3333, "answered": 2}
     assert got["0.99"] == {"precision": None, "recall": 0.0, "answered": 0}
+
+
+def test_a_config_whose_query_tower_saw_the_training_queries_is_fitted_out_of_fold_only(tmp_path):
+    """Fitting confidence on the queries the tower trained on would make it sure too often: the
+    command refuses before it touches the cluster, and names the fix."""
+    from plugin.lab.calibrate import calibrate
+    from plugin.lab.evaluate.run import Dataset
+    from plugin.search.retrieval import RetrievalConfig
+    from plugin.settings import Settings
+
+    dataset = Dataset(name="d", path=tmp_path, queries=[{"id": "1", "text": "t", "split": "train"}],
+                      qrels={"all": {"1": {"a"}}, "mono": {}, "cross": {}}, n_factchecks=1)
+    config = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "dense"}],
+                                             "query_encoder": "claims"})
+    with pytest.raises(ValueError, match="--cross-fit"):
+        calibrate(None, None, Settings(), dataset, config, out=tmp_path / "c.json")

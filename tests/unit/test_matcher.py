@@ -229,3 +229,41 @@ def test_pairs_within_the_budget(budget, pair_ms, top, pairs):
 def test_the_rerank_budget_is_validated():
     with pytest.raises(BadInput, match="rerank_budget_ms"):
         MatchRequest(text="x", rerank_budget_ms=0).validated()
+
+
+def test_a_configuration_with_a_query_encoder_embeds_the_post_with_its_tower():
+    from plugin.search.retrieval import RetrievalConfig
+
+    base, tower = StubEmbedder(), StubEmbedder()
+    config = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}, {"kind": "dense"}],
+                                             "query_encoder": "claims"})
+    matcher = Matcher(store=None, embedder=base, settings=Settings(), config=config,
+                      query_encoders={"claims": tower})
+    matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", config)
+    assert tower.calls == [["a post"]] and base.calls == []
+    assert matcher.query_encoder_note(config) is None
+    plain = get_config("dense")
+    matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", plain)
+    assert base.calls == [["a post"]]
+
+
+def test_a_query_encoder_that_cannot_load_falls_back_to_the_base_and_says_why(tmp_path):
+    from plugin.search.retrieval import RetrievalConfig
+
+    base = StubEmbedder()
+    config = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}, {"kind": "dense"}],
+                                             "query_encoder": "no-such-adapter"})
+    matcher = Matcher(store=None, embedder=base, settings=Settings(cache_dir=tmp_path), config=config)
+    matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", config)
+    assert base.calls == [["a post"]]
+    assert "no query adapter 'no-such-adapter'" in matcher.query_encoder_note(config)
+
+
+@pytest.mark.parametrize("name", ["../x", "", "a b", "x" * 101])
+def test_query_encoder_names_are_plain(name):
+    from pydantic import ValidationError
+
+    from plugin.search.retrieval import RetrievalConfig
+
+    with pytest.raises(ValidationError):
+        RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "dense"}], "query_encoder": name})

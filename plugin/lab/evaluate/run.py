@@ -149,18 +149,28 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
 
 def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
                      dataset: Dataset) -> set[str]:
-    """Query ids a trained reranker of these configurations saw for this dataset: every
-    configuration is then scored on the other queries only, so the comparison stays fair."""
+    """Query ids a trained reranker or query adapter of these configurations saw for this
+    dataset: every configuration is then scored on the other queries only, so the comparison
+    stays fair."""
+    from plugin.embedding.adapter import adapter_folder_for, load_adapter
+    from plugin.errors import ModelUnavailable
     from plugin.search.rerank import read_manifest, resolve_reranker_path
 
     seen: set[str] = set()
     for cfg in configs.values():
-        if cfg.rerank is None:
-            continue
-        folder = resolve_reranker_path(cfg.rerank.model, settings)
-        manifest = read_manifest(folder) if folder else {}
-        if manifest.get("dataset_name") == dataset.name:
-            seen |= {str(q) for q in manifest.get("training_query_ids", [])}
+        manifests = []
+        if cfg.rerank is not None:
+            folder = resolve_reranker_path(cfg.rerank.model, settings)
+            manifests.append(read_manifest(folder) if folder else {})
+        if cfg.query_encoder:
+            try:
+                folder = adapter_folder_for(cfg.query_encoder, settings.query_adapter_dir)
+                manifests.append(dict(load_adapter(cfg.query_encoder, folder).manifest))
+            except ModelUnavailable:
+                pass
+        for manifest in manifests:
+            if manifest.get("dataset_name") == dataset.name:
+                seen |= {str(q) for q in manifest.get("training_query_ids", [])}
     return seen
 
 
@@ -187,8 +197,8 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
     these splits (``dev``, ``test``: the queries no trained model of ours saw, whether or not a
     reranker is loaded in this run)."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
-    excluded = training_queries({n: c for n, c in configs.items() if n in (rerankers or {})},
-                                settings, dataset)
+    excluded = training_queries({n: c for n, c in configs.items()
+                                 if n in (rerankers or {}) or c.query_encoder}, settings, dataset)
     if splits is not None:
         wanted = set(splits)
         excluded |= {str(q["id"]) for q in dataset.queries if q.get("split") not in wanted}
@@ -218,6 +228,9 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
                           generate=generate)
         if cfg.rerank is not None and reranker is None:
             out["skipped"][name] = f"reranker {cfg.rerank.model!r} unavailable"
+            continue
+        if cfg.query_encoder and matcher.query_encoder_for(cfg) is None:
+            out["skipped"][name] = matcher.query_encoder_note(cfg)
             continue
         llm_variants = sorted({r.query for r in cfg.retrievers} & set(GENERATED))
         if llm_variants and generate is None:

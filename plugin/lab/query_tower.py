@@ -1,0 +1,361 @@
+"""Fine-tune the query tower of the embedding model for claim matching (``factsieve
+train-query-encoder``): a LoRA adapter over the top layers, trained on CPU with JAX.
+
+**What is trained.** The query side only (``plugin.embedding.adapter`` says why): the fact-checks'
+vectors are the base encoder's, exactly as ingestion computes them (``embed_factchecks``), and
+stay fixed. Each training post is embedded by the adapted tower and scored against *every*
+fact-check of the dataset; the loss is the softmax cross-entropy of its relevant fact-checks
+(``-log sum_{d relevant} softmax(q·d / tau)``), so every other fact-check is a negative and the
+hardest ones weigh most: the first stage's hard negatives come for free, without mining.
+
+**Split.** Only training queries are read (``split == "train"``; CLEF-2020 Task 2: 546 of 816),
+as for the reranker (``plugin.lab.reranker.groups.training_query_ids``); the manifest lists their
+ids so ``evaluate`` leaves them out. ``--holdout`` keeps a sha1-chosen slice of them aside and
+reports its dense MAP@5 before and after each epoch: how the options were chosen.
+
+**Cost.** The layers below the adapted ones are frozen, so their output is computed once per
+query (the cache); an epoch then runs the top layers forward and backward only. CLEF-2020 on two
+cores: ~20 s to embed-and-cache, ~20 s an epoch, ~2 min to embed the 10,375 fact-checks.
+
+Needs JAX on CPU (``pip install 'factsieve[tune]'``), imported when a function runs; the adapter it
+writes is merged into an ONNX graph by ``factsieve model build`` without it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from plugin.errors import BadInput, ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+TUNE_HINT = "pip install 'factsieve[tune]' (JAX on CPU, ~80 MB)"
+
+
+@dataclass(frozen=True)
+class TowerOptions:
+    """Hyper-parameters, chosen on a held-out slice of CLEF-2020's training queries (see the
+    committed manifest's ``selection``)."""
+
+    rank: int = 8
+    #: the top N encoder layers get adapters; the ones below are frozen and cached
+    layers: int = 4
+    lr: float = 1e-4
+    epochs: int = 4
+    #: softmax temperature over cosine similarities (e5 was trained at 0.01)
+    tau: float = 0.02
+    batch_size: int = 32
+    seed: int = 0
+    #: LoRA's alpha / r
+    scale: float = 2.0
+
+    def validated(self) -> TowerOptions:
+        if not 1 <= self.rank <= 64:
+            raise BadInput("--rank must be between 1 and 64")
+        if not 1 <= self.layers <= 48:
+            raise BadInput("--layers must be between 1 and the model's depth")
+        if not 0 < self.lr <= 1e-2 or not 0 < self.tau <= 1 or self.epochs < 1 or self.batch_size < 1:
+            raise BadInput("--lr in (0, 0.01], --tau in (0, 1], --epochs and --batch-size >= 1")
+        return self
+
+
+def load_jax() -> Any:
+    try:
+        import jax
+    except ImportError as exc:
+        raise ModelUnavailable(f"training a query tower needs JAX ({exc}): {TUNE_HINT}") from exc
+    jax.config.update("jax_platforms", "cpu")
+    return jax
+
+
+def fold_of(query_id: str, folds: int) -> int:
+    """A query's fold for ``--fold I/K`` (sha1 of its id, so the same on every machine)."""
+    return int(hashlib.sha1(str(query_id).encode("utf-8")).hexdigest(), 16) % folds
+
+
+def holdout_digit(query_id: str) -> bool:
+    """The held-out slice for ``--holdout``: sha1(id) starting with 5 or 6 (about 2 in 11 of
+    CLEF-2020's training queries; digits 0-4 are the datasets' private holdout, not on disk)."""
+    return hashlib.sha1(str(query_id).encode("utf-8")).hexdigest()[0] in "56"
+
+
+# -- the model ------------------------------------------------------------------------------------
+class Tower:
+    """The BERT encoder as JAX functions over numpy weights, with LoRA on the top ``layers``."""
+
+    def __init__(self, jax: Any, shape: Any, weights: dict[str, np.ndarray], options: TowerOptions) -> None:
+        from plugin.embedding.adapter import ADAPTABLE
+
+        self.jax, self.jnp = jax, jax.numpy
+        self.shape, self.options = shape, options
+        if options.layers > shape.layers:
+            raise BadInput(f"--layers {options.layers}: the model has {shape.layers}")
+        self.first = shape.layers - options.layers
+        self.w = weights
+        jnp = self.jnp
+        self.base = {k: jnp.asarray(v) for k, v in weights.items() if k.startswith("encoder.layer.")}
+        key = jax.random.PRNGKey(options.seed)
+        self.names = [f"encoder.layer.{i}.{m}.weight" for i in range(self.first, shape.layers)
+                      for m in ADAPTABLE]
+        params = {}
+        for name in self.names:
+            out_d, in_d = weights[name].shape
+            key, sub = jax.random.split(key)
+            params[name] = (jax.random.normal(sub, (options.rank, in_d)) / math.sqrt(in_d),
+                            jnp.zeros((out_d, options.rank)))
+        self.params = params
+        self._bottom = jax.jit(lambda x, m: self.layers_between({}, x, m, 0, self.first))
+        self._top = jax.jit(lambda p, x, m: self.pool(self.layers_between(p, x, m, self.first,
+                                                                            shape.layers), m))
+
+    def embed_tokens(self, ids: Sequence[int]) -> np.ndarray:
+        """Word + position + type-0 embeddings, layer-normalised (frozen: numpy)."""
+        w, n = self.w, len(ids)
+        e = (w["embeddings.word_embeddings.weight"][list(ids)] + w["embeddings.position_embeddings.weight"][:n]
+             + w["embeddings.token_type_embeddings.weight"][0])
+        mu = e.mean(-1, keepdims=True)
+        var = ((e - mu) ** 2).mean(-1, keepdims=True)
+        return ((e - mu) / np.sqrt(var + self.shape.eps) * w["embeddings.LayerNorm.weight"]
+                + w["embeddings.LayerNorm.bias"]).astype(np.float32)
+
+    def layers_between(self, params: dict[str, Any], x: Any, m: Any, lo: int, hi: int) -> Any:
+        jnp, jax, s = self.jnp, self.jax, self.shape
+        nh, hd = s.heads, s.hidden // s.heads
+        bias = (1.0 - m)[:, None, None, :] * -1e9
+        b, length, _ = x.shape
+        scale = self.options.scale
+
+        def lin(v: Any, name: str) -> Any:
+            y = v @ self.base[name + ".weight"].T + self.base[name + ".bias"]
+            if name + ".weight" in params:
+                a, bb = params[name + ".weight"]
+                y = y + (v @ a.T) @ bb.T * scale
+            return y
+
+        def norm(v: Any, name: str) -> Any:
+            mu = v.mean(-1, keepdims=True)
+            var = ((v - mu) ** 2).mean(-1, keepdims=True)
+            return (v - mu) / jnp.sqrt(var + s.eps) * self.base[name + ".weight"] + self.base[name + ".bias"]
+
+        def heads(v: Any) -> Any:
+            return v.reshape(b, length, nh, hd).transpose(0, 2, 1, 3)
+
+        for i in range(lo, hi):
+            p = f"encoder.layer.{i}."
+            q, k, v = (heads(lin(x, p + f"attention.self.{n}")) for n in ("query", "key", "value"))
+            att = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd) + bias, -1)
+            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(b, length, s.hidden)
+            x = norm(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            mid = jax.nn.gelu(lin(x, p + "intermediate.dense"), approximate=False)
+            x = norm(lin(mid, p + "output.dense") + x, p + "output.LayerNorm")
+        return x
+
+    def pool(self, x: Any, m: Any) -> Any:
+        jnp = self.jnp
+        mean = (x * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
+        return mean / jnp.maximum(jnp.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
+
+    # -- batching: widths padded to a multiple of 16, so a handful of shapes get compiled
+    @staticmethod
+    def pad(rows: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        width = int(math.ceil(max(len(r) for r in rows) / 16) * 16)
+        x = np.zeros((len(rows), width, rows[0].shape[-1]), np.float32)
+        m = np.zeros((len(rows), width), np.float32)
+        for i, r in enumerate(rows):
+            x[i, :len(r)], m[i, :len(r)] = r, 1.0
+        return x, m
+
+    def cache(self, token_ids: Sequence[Sequence[int]], batch: int = 32) -> list[np.ndarray]:
+        """Each query's hidden states below the adapted layers (computed once)."""
+        out: list[np.ndarray] = []
+        for start in range(0, len(token_ids), batch):
+            chunk = token_ids[start:start + batch]
+            x, m = self.pad([self.embed_tokens(ids) for ids in chunk])
+            y = np.asarray(self._bottom(x, m)) if self.first else x
+            out += [y[j, :len(ids)] for j, ids in enumerate(chunk)]
+        return out
+
+    def encode(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+        parts = []
+        for start in range(0, len(cached), batch):
+            x, m = self.pad(cached[start:start + batch])
+            parts.append(np.asarray(self._top(params, x, m)))
+        return np.concatenate(parts) if parts else np.zeros((0, self.shape.hidden), np.float32)
+
+
+def dense_map5(vectors: np.ndarray, docs: np.ndarray, relevant: Sequence[set[int]]) -> dict[str, float]:
+    """Exact-search MAP@5 and S@1 of query vectors over the fact-check vectors."""
+    from plugin.lab.evaluate.metrics import average_precision_at_k, success_at_k
+
+    top = np.argsort(-(vectors @ docs.T), axis=1)[:, :5]
+    aps = [average_precision_at_k([str(d) for d in row], {str(r) for r in rel}, 5)
+           for row, rel in zip(top, relevant)]
+    s1 = [success_at_k([str(d) for d in row], {str(r) for r in rel}, 1) for row, rel in zip(top, relevant)]
+    return {"MAP@5": round(float(np.mean(aps)), 4), "S@1": round(float(np.mean(s1)), 4)}
+
+
+def train(jax: Any, tower: Tower, cached: Sequence[np.ndarray], relevant: Sequence[set[int]],
+          docs: np.ndarray, options: TowerOptions,
+          on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Adam with a 10-step warm-up and linear decay; returns the trained LoRA parameters."""
+    jnp = jax.numpy
+    d = jnp.asarray(docs)
+    tau = options.tau
+
+    def loss_fn(params: Any, x: Any, m: Any, positives: Any) -> Any:
+        q = tower.pool(tower.layers_between(params, x, m, tower.first, tower.shape.layers), m)
+        logp = jax.nn.log_softmax(q @ d.T / tau, axis=-1)
+        return -jax.scipy.special.logsumexp(jnp.where(positives, logp, -1e9), axis=-1).mean()
+
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
+    tree = jax.tree_util
+
+    @jax.jit
+    def adam(params: Any, grads: Any, m1: Any, m2: Any, t: Any, lr: Any) -> Any:
+        b1, b2 = 0.9, 0.999
+        m1 = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m1, grads)
+        m2 = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, m2, grads)
+        params = tree.tree_map(lambda w, a, v: w - lr * (a / (1 - b1 ** t)) / (jnp.sqrt(v / (1 - b2 ** t)) + 1e-8),
+                               params, m1, m2)
+        return params, m1, m2
+
+    params = tower.params
+    m1 = tree.tree_map(jnp.zeros_like, params)
+    m2 = tree.tree_map(jnp.zeros_like, params)
+    rng = np.random.default_rng(options.seed)
+    n, bs = len(cached), options.batch_size
+    total_steps = options.epochs * math.ceil(n / bs)
+    step = 0
+    for epoch in range(1, options.epochs + 1):
+        t0, total = time.perf_counter(), 0.0
+        order = rng.permutation(n)
+        for start in range(0, n, bs):
+            idx = order[start:start + bs]
+            x, m = tower.pad([cached[i] for i in idx])
+            positives = np.zeros((len(idx), len(docs)), bool)
+            for row, i in enumerate(idx):
+                positives[row, sorted(relevant[i])] = True
+            loss, grads = grad_fn(params, x, m, positives)
+            step += 1
+            lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))
+            params, m1, m2 = adam(params, grads, m1, m2, step, lr)
+            total += float(loss) * len(idx)
+        if on_epoch is not None:
+            on_epoch(epoch, total / n, {"seconds": round(time.perf_counter() - t0, 1), "params": params})
+    return params
+
+
+# -- the command ----------------------------------------------------------------------------------
+def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path | None = None,
+                        options: TowerOptions | None = None, *, holdout: bool = False,
+                        fold: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Train an adapter on ``dataset_dir``'s training queries and write it (``out``, default the
+    committed ``plugin/search/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
+    training and scored each epoch; nothing is written then (it is how options are chosen).
+    ``fold=(i, k)`` trains on the training queries outside fold ``i`` of ``k`` and writes the
+    adapter: its manifest lists what it saw, so ``evaluate --split train`` scores it on fold
+    ``i`` alone (out-of-fold numbers, for choosing what sits on top of the tower: fusion weights,
+    the confidence model)."""
+    from plugin.embedding import load_embedder
+    from plugin.embedding.adapter import adapter_dir, save_adapter
+    from plugin.embedding.onnx_backend import open_tokenizer
+    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.ingest.pipeline import embed_factchecks
+    from plugin.lab.evaluate.run import load_dataset
+    from plugin.lab.reranker.groups import training_query_ids
+    from plugin.models import FactCheck
+    from plugin.search.normalize import normalize_post
+    from plugin.search.variants import VARIANTS
+
+    options = (options or TowerOptions()).validated()
+    jax = load_jax()
+    t_start = time.perf_counter()
+    dataset = load_dataset(dataset_dir)
+    train_ids, rule = training_query_ids(dataset.queries)
+    by_id = {str(q["id"]): q for q in dataset.queries}
+    rows = [json.loads(line) for line in (dataset.path / "factchecks.jsonl").read_text().splitlines() if line.strip()]
+    doc_pos = {str(r["id"]): i for i, r in enumerate(rows)}
+    queries = [by_id[q] for q in train_ids if dataset.qrels["all"].get(q)]
+    if not queries:
+        raise BadInput(f"{dataset.name}: no training query has a relevant fact-check ({rule})")
+    if fold is not None:
+        i, k = fold
+        if not 2 <= k <= 20 or not 0 <= i < k:
+            raise BadInput("--fold I/K needs 2 <= K <= 20 and 0 <= I < K")
+        queries = [q for q in queries if fold_of(str(q["id"]), k) != i]
+    fit_q = [q for q in queries if not (holdout and holdout_digit(str(q["id"])))]
+    held_q = [q for q in queries if holdout and holdout_digit(str(q["id"]))]
+
+    base = base_model_dir(settings)
+    shape, weights = read_base_weights(base)
+    embedder = load_embedder(settings)
+    t0 = time.perf_counter()
+    factchecks = [FactCheck(**{k: v for k, v in r.items() if v is not None}) for r in rows]
+    docs = embed_factchecks(embedder, factchecks)
+    embed_s = time.perf_counter() - t0
+
+    tok, _pad, _len = open_tokenizer(base, settings.max_seq_length)
+
+    def token_ids(qs: list[dict[str, Any]]) -> list[list[int]]:
+        texts = []
+        for q in qs:
+            text = normalize_post(q["text"]) or q["text"].strip()
+            texts.append(settings.query_prefix + VARIANTS["post"](text, q.get("lang")))
+        return [e.ids for e in tok.encode_batch(texts)] if texts else []
+
+    def rel(qs: list[dict[str, Any]]) -> list[set[int]]:
+        return [{doc_pos[f] for f in dataset.qrels["all"][str(q["id"])] if f in doc_pos} for q in qs]
+
+    tower = Tower(jax, shape, weights, options)
+    t0 = time.perf_counter()
+    fit_cache, held_cache = tower.cache(token_ids(fit_q)), tower.cache(token_ids(held_q))
+    cache_s = time.perf_counter() - t0
+    fit_rel, held_rel = rel(fit_q), rel(held_q)
+
+    def scores(params: Any) -> dict[str, Any]:
+        out = {"train": dense_map5(tower.encode(params, fit_cache), docs, fit_rel)}
+        if held_q:
+            out["holdout"] = dense_map5(tower.encode(params, held_cache), docs, held_rel)
+        return out
+
+    history: list[dict[str, Any]] = [{"epoch": 0, **scores(tower.params)}]
+
+    def on_epoch(epoch: int, loss: float, info: dict[str, Any]) -> None:
+        history.append({"epoch": epoch, "loss": round(loss, 4), "seconds": info["seconds"],
+                        **(scores(info["params"]) if holdout else {})})
+        log.info("epoch %d: %s", epoch, history[-1])
+
+    t0 = time.perf_counter()
+    params = train(jax, tower, fit_cache, fit_rel, docs, options, on_epoch)
+    train_s = time.perf_counter() - t0
+    if not holdout:
+        history.append({"epoch": options.epochs, **scores(params)})
+    result: dict[str, Any] = {
+        "name": name, "dataset": dataset.name, "training_queries": len(fit_q),
+        "holdout_queries": len(held_q), "options": asdict(options), "history": history,
+        "seconds": {"embed_factchecks": round(embed_s, 1), "cache": round(cache_s, 1),
+                    "train": round(train_s, 1), "total": round(time.perf_counter() - t_start, 1)}}
+    if holdout:
+        return result
+    deltas = {k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params.items()}
+    manifest = {
+        "base_model": settings.embedding_model, "kind": "query-tower-lora",
+        "layers": list(range(tower.first, shape.layers)), "dataset_name": dataset.name,
+        "training_rule": rule + (f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
+        "training_query_ids": sorted(str(q["id"]) for q in fit_q),
+        "options": asdict(options), "history": history, "seconds": result["seconds"],
+        "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    path = save_adapter(adapter_dir(out), name, deltas, options.scale, manifest)
+    result["path"] = str(path)
+    result["bytes"] = path.stat().st_size
+    return result
