@@ -41,7 +41,12 @@ def embedder(settings):
     from plugin.settings import TEST_MODEL
 
     if settings.embedding_model == TEST_MODEL:
+        from plugin.embedding.adapter import packaged_adapters
+        from plugin.embedding.query_tower import build_query_tower
+
         build_test_model(settings.model_cache_dir / "multilingual-e5-small-rebuilt")
+        for name in packaged_adapters():  # the tuned query towers, as `factsieve model build` does
+            build_query_tower(settings, name)
     return load_embedder(settings)
 
 

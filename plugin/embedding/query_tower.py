@@ -179,6 +179,9 @@ def load_query_tower(settings: Settings, name: str, base: Embedder) -> QueryTowe
     adapters = adapter_folder_for(name, settings.query_adapter_dir)
     adapter = load_adapter(name, adapters)
     check_base(adapter, settings)
+    if adapter.base_model and base.name != adapter.base_model:
+        raise ModelUnavailable(f"query adapter {name!r} tunes {adapter.base_model}, but the "
+                               f"index's encoder here is {base.name}")
     folder = tower_dir(settings, name)
     if not _current(folder, adapter_digest(name, adapters)):
         raise ModelUnavailable(f"the query tower {name!r} is not built (or is older than its "

@@ -166,19 +166,39 @@ def test_tune_cross_validates_one_parameter(capsys, embedder, dataset_copy):
     assert code == 2 and "not a numeric configuration field" in err
 
 
-def test_calibrate_fits_on_the_training_split_and_reports_held_out(capsys, embedder, tmp_path, store):
+def test_calibrate_fits_on_the_training_split_and_reports_held_out(capsys, embedder, tmp_path, store, monkeypatch):
     import shutil
     import uuid
+
+    from plugin.embedding.query_tower import tower_dir
+    from plugin.settings import Settings
 
     data = tmp_path / f"clef-{uuid.uuid4().hex[:8]}"
     shutil.copytree(SAMPLES / "clef2020", data)
     out = tmp_path / "factsieve.json"
+    # factsieve's query tower trained on the training tweets: its confidence is fitted out of
+    # fold, each tweet run through a tower trained without it (two small ones, trained here)
+    code, _, err = run(capsys, "calibrate", "--dataset", str(data), "--out", str(out))
+    assert code == 2 and "--cross-fit" in err
+    adapters = tmp_path / "adapters"
+    monkeypatch.setenv("FACTSIEVE_QUERY_ADAPTER_DIR", str(adapters))
+    folds = [f"t{uuid.uuid4().hex[:8]}-{i}" for i in range(2)]
     try:
-        code, printed, _ = run(capsys, "calibrate", "--dataset", str(data), "--out", str(out))
-        assert code == 0
+        for i, name in enumerate(folds):
+            code, printed, err = run(capsys, "train-query-encoder", "--dataset", str(data), "--name", name,
+                                     "--out", str(adapters), "--fold", f"{i}/2", "--epochs", "1",
+                                     "--layers", "1", "--rank", "2")
+            assert code == 0, err
+            trained = json.loads(printed)
+            assert trained["training_queries"] < 40 and trained["bytes"] < 100_000
+            assert trained["history"][-1]["train"]["MAP@5"] > 0
+        code, printed, err = run(capsys, "calibrate", "--dataset", str(data), "--out", str(out),
+                                 "--cross-fit", ",".join(folds))
+        assert code == 0, err
         report = json.loads(printed)
         model = json.loads(out.read_text())
-        assert model["trained_on"]["split"] == "train" and model["trained_on"]["queries"] == report["train"]["queries"]
+        assert model["trained_on"]["split"] == "train" and model["trained_on"]["queries"] == report["train"]["queries"] == 40
+        assert model["trained_on"]["cross_fit"] == folds
         held = report["held_out"][data.name]
         assert held["queries"] + report["train"]["queries"] == 60 and held["top1"]["matches"] == 2 * held["queries"]
         assert 0 <= held["top1"]["ECE"] <= 1 and "0.9" in held["top1"]["at"]
@@ -186,6 +206,8 @@ def test_calibrate_fits_on_the_training_split_and_reports_held_out(capsys, embed
         assert code == 2 and "no queries with split 'train'" in err
     finally:
         store.delete_index(f"eval-{data.name}-*")
+        for name in folds:
+            shutil.rmtree(tower_dir(Settings(), name), ignore_errors=True)
 
 
 @pytest.mark.parametrize("command", ["evaluate", "bench"])

@@ -84,7 +84,8 @@ def check_shape(out: dict, cfg_name: str) -> None:
 
 def test_qa_loop_stops_early_once_decisive(api_services, evidence_alias, api_corpus):
     out = verify(api_services, VerifyRequest(claim=CLAIM, date=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,)),
-                 config("qa-loop", decisive_at=0.0, max_turns=3, lookup_min_score=None))
+                 # a budget no loaded machine runs out of: this is about stopping when decisive
+                 config("qa-loop", decisive_at=0.0, max_turns=3, lookup_min_score=None, budget_s=3600))
     check_shape(out, "qa-loop")
     assert out["stage"] == "qa-loop" and out["stopped_because"] == "decisive"
     assert len(out["qa_pairs"]) == 1  # decisive after the first turn, of three allowed

@@ -159,6 +159,10 @@ def test_a_tower_that_is_not_built_or_was_trained_on_other_weights_is_refused(to
     other = settings.model_copy(update={"embedding_model": "intfloat/multilingual-e5-small"})
     with pytest.raises(ModelUnavailable, match="train-query-encoder"):
         build_query_tower(other, "claims")
+    build_query_tower(settings, "claims")
+    base.name = "some-other-encoder"  # the index was embedded by another model than the adapter's base
+    with pytest.raises(ModelUnavailable, match="index's encoder here is some-other-encoder"):
+        load_query_tower(settings, "claims", base)
 
 
 def test_the_jax_model_trained_is_the_graph_served(tower_setup):
