@@ -206,8 +206,11 @@ def dense_map5(vectors: np.ndarray, docs: np.ndarray, relevant: Sequence[set[int
 
 def train(jax: Any, tower: Tower, cached: Sequence[np.ndarray], relevant: Sequence[set[int]],
           docs: np.ndarray, options: TowerOptions,
-          on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Adam with a 10-step warm-up and linear decay; returns the trained LoRA parameters."""
+          on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None,
+          steps: int | None = None) -> dict[str, Any]:
+    """Adam with a 10-step warm-up and linear decay; returns the trained LoRA parameters.
+    ``steps``: optimizer steps in all (default ``epochs`` passes over ``cached``); the last
+    epoch stops where they run out."""
     jnp = jax.numpy
     d = jnp.asarray(docs)
     tau = options.tau
@@ -234,12 +237,15 @@ def train(jax: Any, tower: Tower, cached: Sequence[np.ndarray], relevant: Sequen
     m2 = tree.tree_map(jnp.zeros_like, params)
     rng = np.random.default_rng(options.seed)
     n, bs = len(cached), options.batch_size
-    total_steps = options.epochs * math.ceil(n / bs)
-    step = 0
-    for epoch in range(1, options.epochs + 1):
-        t0, total = time.perf_counter(), 0.0
+    total_steps = steps or options.epochs * math.ceil(n / bs)
+    step, epoch = 0, 0
+    while step < total_steps:
+        epoch += 1
+        t0, total, seen = time.perf_counter(), 0.0, 0
         order = rng.permutation(n)
         for start in range(0, n, bs):
+            if step >= total_steps:
+                break
             idx = order[start:start + bs]
             x, m = tower.pad([cached[i] for i in idx])
             positives = np.zeros((len(idx), len(docs)), bool)
@@ -250,8 +256,9 @@ def train(jax: Any, tower: Tower, cached: Sequence[np.ndarray], relevant: Sequen
             lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))
             params, m1, m2 = adam(params, grads, m1, m2, step, lr)
             total += float(loss) * len(idx)
+            seen += len(idx)
         if on_epoch is not None:
-            on_epoch(epoch, total / n, {"seconds": round(time.perf_counter() - t0, 1), "params": params})
+            on_epoch(epoch, total / max(seen, 1), {"seconds": round(time.perf_counter() - t0, 1), "params": params})
     return params
 
 
@@ -288,6 +295,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     queries = [by_id[q] for q in train_ids if dataset.qrels["all"].get(q)]
     if not queries:
         raise BadInput(f"{dataset.name}: no training query has a relevant fact-check ({rule})")
+    n_all = len([q for q in queries if not (holdout and holdout_digit(str(q["id"])))])
     if fold is not None:
         i, k = fold
         if not 2 <= k <= 20 or not 0 <= i < k:
@@ -335,14 +343,18 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
                         **(scores(info["params"]) if holdout else {})})
         log.info("epoch %d: %s", epoch, history[-1])
 
+    # a fold adapter takes as many optimizer steps as the adapter trained on every training query:
+    # the cosine scale moves with training (CLEF-2020: top-1 similarity 0.87 after 48 steps, 0.82
+    # after 72), and a confidence model fitted on fold towers must see the final tower's scale
+    steps = options.epochs * math.ceil(n_all / options.batch_size)
     t0 = time.perf_counter()
-    params = train(jax, tower, fit_cache, fit_rel, docs, options, on_epoch)
+    params = train(jax, tower, fit_cache, fit_rel, docs, options, on_epoch, steps=steps)
     train_s = time.perf_counter() - t0
     if not holdout:
         history.append({"epoch": options.epochs, **scores(params)})
     result: dict[str, Any] = {
         "name": name, "dataset": dataset.name, "training_queries": len(fit_q),
-        "holdout_queries": len(held_q), "options": asdict(options), "history": history,
+        "holdout_queries": len(held_q), "options": asdict(options), "steps": steps, "history": history,
         "seconds": {"embed_factchecks": round(embed_s, 1), "cache": round(cache_s, 1),
                     "train": round(train_s, 1), "total": round(time.perf_counter() - t_start, 1)}}
     if holdout:
@@ -353,7 +365,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
         "layers": list(range(tower.first, shape.layers)), "dataset_name": dataset.name,
         "training_rule": rule + (f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
         "training_query_ids": sorted(str(q["id"]) for q in fit_q),
-        "options": asdict(options), "history": history, "seconds": result["seconds"],
+        "options": asdict(options), "steps": steps, "history": history, "seconds": result["seconds"],
         "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     path = save_adapter(adapter_dir(out), name, deltas, options.scale, manifest)
     result["path"] = str(path)
