@@ -11,7 +11,6 @@ import hashlib
 import json
 import logging
 import shutil
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -108,7 +107,7 @@ def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> 
     same adapter file is reused. Returns the folder."""
     import onnx
 
-    from plugin.lab.build_e5.folder import _locked, swap_in
+    from plugin.lab.build_e5.folder import _locked, write_atomically
     from plugin.lab.build_e5.graph import bert_onnx_model, quantize_int8
 
     adapters = adapter_folder_for(name, settings.query_adapter_dir)
@@ -127,26 +126,22 @@ def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> 
         shape, weights = read_base_weights(base)
         merged = adapter.merged(weights)
         del weights
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.build-", dir=dest.parent))
-        try:
+
+        def write(tmp: Path) -> None:
             (tmp / "onnx").mkdir()
             for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
                 if (base / f).is_file():
                     shutil.copyfile(base / f, tmp / f)
             fp32 = tmp / "onnx" / "model.onnx"
             onnx.save_model(bert_onnx_model(merged, shape), str(fp32))  # type: ignore[arg-type]
-            del merged
             quantize_int8(fp32, tmp / "onnx" / "model_int8.onnx")
             (tmp / TOWER_MANIFEST).write_text(json.dumps({
                 "adapter": name, "adapter_sha256": digest, "base_model": settings.embedding_model,
                 "builder_version": TOWER_BUILDER_VERSION,
                 "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
                 indent=2) + "\n")
-            tmp.chmod(0o755)
-            swap_in(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        write_atomically(dest, write)
         log.info("built query tower %s in %.1fs", dest, time.perf_counter() - t0)
     return dest
 

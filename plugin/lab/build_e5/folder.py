@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,19 @@ def swap_in(tmp: Path, dest: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, dest)
+
+
+def write_atomically(dest: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write`` on a fresh folder beside ``dest``, then swap it in (``swap_in``): a failed
+    or interrupted build leaves nothing, and readers never see a half-written folder."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.build-", dir=dest.parent))
+    try:
+        write(tmp)
+        tmp.chmod(0o755)
+        swap_in(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def find_sources() -> tuple[Path, Path, dict[str, str]]:
@@ -183,13 +196,6 @@ def build_test_model(dest: Path, *, force: bool = False) -> Path:
         if not force and _manifest_current(dest):  # another process built it while we waited
             return dest
         t0 = time.perf_counter()
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.build-", dir=dest.parent))
-        try:
-            write_folder(tmp, weights_file, tokenizer_file, versions)
-            tmp.chmod(0o755)
-            swap_in(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        write_atomically(dest, lambda tmp: write_folder(tmp, weights_file, tokenizer_file, versions))
         log.info("built %s in %.1fs", dest, time.perf_counter() - t0)
     return dest
