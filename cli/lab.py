@@ -171,7 +171,8 @@ def cmd_train_query_encoder(args: argparse.Namespace, services: Services) -> int
     from plugin.lab.query_tower import TowerOptions, train_query_encoder
 
     options = TowerOptions(rank=args.rank, layers=args.layers, lr=args.lr, epochs=args.epochs,
-                           tau=args.tau, batch_size=args.batch_size, seed=args.seed)
+                           tau=args.tau, batch_size=args.batch_size, seed=args.seed,
+                           interpolate=args.interpolate)
     fold = None
     if args.fold:
         try:
@@ -326,6 +327,8 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--tau", type=float, default=d.tau, help="softmax temperature")
     sp.add_argument("--batch-size", type=int, default=d.batch_size)
     sp.add_argument("--seed", type=int, default=d.seed)
+    sp.add_argument("--interpolate", type=float, default=d.interpolate,
+                    help="share of the trained delta served, between the base (0) and the tuned tower (1)")
 
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     add_fusion_flag(sp)

@@ -49,9 +49,14 @@ def tower_dir(settings: Settings, adapter: str) -> Path:
 
 
 def adapter_digest(adapter: str, folder: Path | None = None) -> str:
+    """What a built tower is current against: the adapter's deltas and its manifest (the served
+    scale lives there)."""
     from plugin.embedding.adapter import adapter_dir
 
-    return hashlib.sha256((adapter_dir(folder) / f"{adapter}.npz").read_bytes()).hexdigest()[:16]
+    d = adapter_dir(folder)
+    h = hashlib.sha256((d / f"{adapter}.npz").read_bytes())
+    h.update((d / f"{adapter}.json").read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _current(dest: Path, digest: str) -> bool:

@@ -209,3 +209,18 @@ def test_training_pulls_the_query_towards_its_fact_check():
     params = train(jax, tower, cached, relevant, docs, options)
     after = dense_map5(tower.encode(params, cached), docs, relevant)
     assert after["S@1"] == 1.0 and after["MAP@5"] > before["MAP@5"]
+
+
+def test_a_new_served_scale_rebuilds_the_tower(tower_setup):
+    """The scale is in the manifest, not the deltas: changing it must make the built tower stale."""
+    from plugin.embedding.query_tower import adapter_digest, build_query_tower
+
+    settings, _, adapters = tower_setup
+    build_query_tower(settings, "claims")
+    before = adapter_digest("claims", adapters)
+    meta = json.loads((adapters / "claims.json").read_text())
+    (adapters / "claims.json").write_text(json.dumps({**meta, "scale": 1.0}))
+    assert adapter_digest("claims", adapters) != before
+    folder = build_query_tower(settings, "claims")
+    assert json.loads((folder / "factsieve_query_tower.json").read_text())["adapter_sha256"] == \
+        adapter_digest("claims", adapters)
