@@ -49,6 +49,8 @@ class QueryAdapter:
     deltas: Mapping[str, tuple[np.ndarray, np.ndarray]]
     scale: float
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    #: the folder it was read from (``None``: built in memory)
+    folder: Path | None = None
 
     @property
     def base_model(self) -> str | None:
@@ -87,6 +89,12 @@ def adapter_folder_for(name: str, extra: Path | None) -> Path | None:
     if extra is not None and (Path(extra) / f"{name}.npz").is_file():
         return Path(extra)
     return None
+
+
+def find_adapter(name: str, extra: Path | None) -> QueryAdapter:
+    """Adapter ``name`` from ``extra`` (``FACTSIEVE_QUERY_ADAPTER_DIR``) when it is there, else
+    from the committed ones."""
+    return load_adapter(name, adapter_folder_for(name, extra))
 
 
 def known_adapters(extra: Path | None) -> list[str]:
@@ -143,4 +151,4 @@ def load_adapter(name: str, folder: Path | None = None) -> QueryAdapter:
     if not deltas:
         raise ModelUnavailable(f"query adapter {name!r} in {d} holds no deltas")
     return QueryAdapter(name=name, deltas=deltas, scale=float(manifest.get("scale", 1.0)),
-                        manifest=manifest)
+                        manifest=manifest, folder=d)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from plugin.embedding.adapter import QueryAdapter, adapter_folder_for, load_adapter
+from plugin.embedding.adapter import QueryAdapter, find_adapter
 from plugin.embedding.base import Embedder
 from plugin.errors import ModelUnavailable
 
@@ -115,10 +115,9 @@ def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> 
     from plugin.lab.build_e5.folder import _locked, write_atomically
     from plugin.lab.build_e5.graph import bert_onnx_model, quantize_int8
 
-    adapters = adapter_folder_for(name, settings.query_adapter_dir)
-    adapter = load_adapter(name, adapters)
+    adapter = find_adapter(name, settings.query_adapter_dir)
     check_base(adapter, settings)
-    digest = adapter_digest(name, adapters)
+    digest = adapter_digest(name, adapter.folder)
     dest = tower_dir(settings, name)
     if not force and _current(dest, digest):
         return dest
@@ -176,14 +175,13 @@ def load_query_tower(settings: Settings, name: str, base: Embedder) -> QueryTowe
     ``ModelUnavailable`` that says how to get it (``factsieve model build``)."""
     from plugin.embedding.onnx_backend import OnnxEmbedder
 
-    adapters = adapter_folder_for(name, settings.query_adapter_dir)
-    adapter = load_adapter(name, adapters)
+    adapter = find_adapter(name, settings.query_adapter_dir)
     check_base(adapter, settings)
     if adapter.base_model and base.name != adapter.base_model:
         raise ModelUnavailable(f"query adapter {name!r} tunes {adapter.base_model}, but the "
                                f"index's encoder here is {base.name}")
     folder = tower_dir(settings, name)
-    if not _current(folder, adapter_digest(name, adapters)):
+    if not _current(folder, adapter_digest(name, adapter.folder)):
         raise ModelUnavailable(f"the query tower {name!r} is not built (or is older than its "
                                f"adapter) at {folder}: run `factsieve model build`")
     model_file = None

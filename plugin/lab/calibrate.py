@@ -113,7 +113,7 @@ def out_of_fold(store: Any, embedder: Any, settings: Any, dataset: Dataset, conf
     train on it (``train-query-encoder --fold``): a configuration whose query tower saw the
     training queries ranks them better than it will rank anyone's posts, and a confidence model
     fitted on that would be sure too often."""
-    from plugin.embedding.adapter import adapter_folder_for, load_adapter
+    from plugin.embedding.adapter import find_adapter
     from plugin.embedding.query_tower import build_query_tower
 
     train_ids = {str(q["id"]) for q in dataset.queries if q.get("split") == "train"}
@@ -121,8 +121,7 @@ def out_of_fold(store: Any, embedder: Any, settings: Any, dataset: Dataset, conf
     covered: set[str] = set()
     for name in folds:
         build_query_tower(settings, name)  # reused when built; a fold must never fall back to the base
-        seen = {str(q) for q in load_adapter(name, adapter_folder_for(name, settings.query_adapter_dir))
-                .manifest.get("training_query_ids", [])}
+        seen = {str(q) for q in find_adapter(name, settings.query_adapter_dir).manifest.get("training_query_ids", [])}
         held = {q: rel for q, rel in dataset.qrels["all"].items() if q in train_ids - seen - covered}
         covered |= set(held)
         parts.append(labelled_matches(store, embedder, settings, dataset,

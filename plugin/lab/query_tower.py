@@ -23,7 +23,6 @@ writes is merged into an ONNX graph by ``factsieve model build`` without it.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
@@ -285,10 +284,10 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     from plugin.embedding.adapter import adapter_dir, save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import base_model_dir, read_base_weights
-    from plugin.ingest.pipeline import embed_factchecks
+    from plugin.ingest.formats import Format, read_records
+    from plugin.ingest.pipeline import IngestReport, embed_factchecks, validate
     from plugin.lab.evaluate.run import load_dataset
     from plugin.lab.reranker.groups import training_query_ids
-    from plugin.models import FactCheck
     from plugin.search.normalize import normalize_post
     from plugin.search.variants import VARIANTS
 
@@ -298,8 +297,10 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     dataset = load_dataset(dataset_dir)
     train_ids, rule = training_query_ids(dataset.queries)
     by_id = {str(q["id"]): q for q in dataset.queries}
-    rows = [json.loads(line) for line in (dataset.path / "factchecks.jsonl").read_text().splitlines() if line.strip()]
-    doc_pos = {str(r["id"]): i for i, r in enumerate(rows)}
+    # the fact-checks as ingestion reads and validates them, so the vectors are the index's
+    report = IngestReport()
+    factchecks = [fc for _ref, fc in validate(read_records([dataset.path / "factchecks.jsonl"], Format.jsonl), report)]
+    doc_pos = {str(fc.id): i for i, fc in enumerate(factchecks)}
     queries = [by_id[q] for q in train_ids if dataset.qrels["all"].get(q)]
     if not queries:
         raise BadInput(f"{dataset.name}: no training query has a relevant fact-check ({rule})")
@@ -316,7 +317,6 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     shape, weights = read_base_weights(base)
     embedder = load_embedder(settings)
     t0 = time.perf_counter()
-    factchecks = [FactCheck(**{k: v for k, v in r.items() if v is not None}) for r in rows]
     docs = embed_factchecks(embedder, factchecks)
     embed_s = time.perf_counter() - t0
 

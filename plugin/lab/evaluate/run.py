@@ -152,7 +152,7 @@ def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
     """Query ids a trained reranker or query adapter of these configurations saw for this
     dataset: every configuration is then scored on the other queries only, so the comparison
     stays fair."""
-    from plugin.embedding.adapter import adapter_folder_for, load_adapter
+    from plugin.embedding.adapter import find_adapter
     from plugin.errors import ModelUnavailable
     from plugin.search.rerank import read_manifest, resolve_reranker_path
 
@@ -164,8 +164,7 @@ def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
             manifests.append(read_manifest(folder) if folder else {})
         if cfg.query_encoder:
             try:
-                folder = adapter_folder_for(cfg.query_encoder, settings.query_adapter_dir)
-                manifests.append(dict(load_adapter(cfg.query_encoder, folder).manifest))
+                manifests.append(dict(find_adapter(cfg.query_encoder, settings.query_adapter_dir).manifest))
             except ModelUnavailable:
                 pass
         for manifest in manifests:
