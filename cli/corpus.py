@@ -45,6 +45,7 @@ def cmd_model_build(args: argparse.Namespace, services: Services) -> int:
 
     from plugin.embedding.adapter import known_adapters
     from plugin.embedding.query_tower import build_query_tower
+    from plugin.search.lora_reranker import build_lora_reranker, packaged_rerankers
 
     settings = services.settings
     out: dict[str, object] = {"model": settings.embedding_model}
@@ -58,6 +59,14 @@ def cmd_model_build(args: argparse.Namespace, services: Services) -> int:
         except ModelUnavailable as exc:
             towers[name] = f"skipped: {exc}"
     out["query_towers"] = towers
+    # the rerankers committed as adapters, merged into the same base model
+    rerankers = {}
+    for name in packaged_rerankers():
+        try:
+            rerankers[name] = str(build_lora_reranker(settings, name, force=args.force))
+        except ModelUnavailable as exc:
+            rerankers[name] = f"skipped: {exc}"
+    out["rerankers"] = rerankers
     dump(out)
     return 0
 

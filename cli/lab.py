@@ -153,15 +153,18 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.evaluate.run import load_dataset
     from plugin.models import Mode
 
+    from plugin.search.rerank import load_rerankers
+
     configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
     sizes = [int(x) for x in args.docs.split(",")] if args.docs else []
+    rerankers = load_rerankers(configs, services.settings)
     result = by_fusion(args, services, configs, lambda s: bench(
         services.store, services.embedder, s, dataset, configs, sizes=sizes,
         concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
         mode=Mode.parse(args.mode),
         # once: with --fusion both, on the client run only
-        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion)))
+        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers))
     dump(result)
     return 0
 
@@ -239,6 +242,17 @@ def cmd_reranker_import(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.importer import import_weights
 
     dump(import_weights(services.settings, _source(args), _existing("--weights", args.weights), args.out))
+    return 0
+
+
+def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.lora import LoraRerankerOptions, train_lora_reranker
+
+    options = LoraRerankerOptions(rank=args.rank, layers=args.layers, lr=args.lr, head_lr=args.head_lr,
+                                  epochs=args.epochs, negatives=args.negatives,
+                                  max_length=args.max_length, seed=args.seed)
+    dump(train_lora_reranker(services.settings, _source(args), args.name, args.out, options,
+                             holdout=args.holdout))
     return 0
 
 
@@ -333,7 +347,8 @@ def register(sub: Any, add: Any) -> None:
     sp = add("bench", cmd_bench, "latency, throughput, ingest rate and memory per configuration and corpus size")
     add_fusion_flag(sp)
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
-    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration; those with a reranker are skipped)")
+    sp.add_argument("--config", help="NAME[,NAME...] (default: every configuration; a reranking one within the live "
+                         "rerank budget, FACTSIEVE_RERANK_BUDGET_MS)")
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
     sp.add_argument("--docs", help="scaled synthetic corpus sizes, e.g. 100000,1000000")
     sp.add_argument("--concurrency", type=int, default=2)
@@ -344,8 +359,9 @@ def register(sub: Any, add: Any) -> None:
                     help="also the stored template factsieve-match over plain HTTP, and ingest docs/s "
                          "embedded here vs by the hosted model's ingest pipeline (needs `factsieve init`)")
 
-    help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries, here or on an "
-             "accelerator box (needs factsieve[train])")
+    help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries: on CPU as a "
+             "small adapter (lora, needs factsieve[tune]), or a full fine-tune here or on an "
+             "accelerator box (fit, pack, import; need factsieve[train])")
     steps = sub.add_parser("train-reranker", help=help_, description=help_).add_subparsers(
         dest="reranker_command", required=True, metavar="STEP")
     sp = add("mine", cmd_reranker_mine,
@@ -363,6 +379,27 @@ def register(sub: Any, add: Any) -> None:
     _hyper_parameters(sp)
     sp.add_argument("--device", default="auto", help="auto (CUDA when torch sees one), cpu or cuda")
     sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
+
+    from plugin.lab.reranker.lora import LoraRerankerOptions
+
+    d2 = LoraRerankerOptions()
+    sp = add("lora", cmd_reranker_lora,
+             "train here on CPU (JAX, no torch): LoRA on the top encoder layers plus a head, written "
+             "as a small adapter that `factsieve model build` turns into the ONNX reranker", steps)
+    _groups_from(sp)
+    sp.add_argument("--name", default="clef2020-e5small-lora",
+                    help="the reranker's name (a configuration's rerank.model is rerankers/NAME)")
+    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/search/rerankers/)")
+    sp.add_argument("--holdout", action="store_true",
+                    help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
+    sp.add_argument("--rank", type=int, default=d2.rank)
+    sp.add_argument("--layers", type=int, default=d2.layers, help="top layers adapted")
+    sp.add_argument("--lr", type=float, default=d2.lr, help="the LoRA deltas' learning rate")
+    sp.add_argument("--head-lr", type=float, default=d2.head_lr, help="the pooler's and classifier's")
+    sp.add_argument("--epochs", type=int, default=d2.epochs)
+    sp.add_argument("--negatives", type=int, default=d2.negatives, help="hard negatives per group")
+    sp.add_argument("--max-length", type=int, default=d2.max_length, help="tokens per (post, fact-check) pair")
+    sp.add_argument("--seed", type=int, default=d2.seed)
 
     sp = add("pack", cmd_reranker_pack,
              "write a torch-only training bundle for an accelerator box "

@@ -47,6 +47,10 @@ def embedder(settings):
         build_test_model(settings.model_cache_dir / "multilingual-e5-small-rebuilt")
         for name in packaged_adapters():  # the tuned query towers, as `factsieve model build` does
             build_query_tower(settings, name)
+        from plugin.search.lora_reranker import build_lora_reranker, packaged_rerankers
+
+        for name in packaged_rerankers():  # and the rerankers committed as adapters
+            build_lora_reranker(settings, name)
     return load_embedder(settings)
 
 

@@ -51,6 +51,9 @@ class QueryAdapter:
     manifest: Mapping[str, Any] = field(default_factory=dict)
     #: the folder it was read from (``None``: built in memory)
     folder: Path | None = None
+    #: whole weights the adapter adds or replaces (a reranker's head: ``pooler.dense.weight``,
+    #: ``classifier.weight``, ...), stored as they are
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def base_model(self) -> str | None:
@@ -61,9 +64,11 @@ class QueryAdapter:
         return int(next(iter(self.deltas.values()))[0].shape[0]) if self.deltas else 0
 
     def merged(self, weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``weights`` with every adapted matrix replaced by ``W + scale * B @ A`` (a new dict;
-        the input is not touched). Refuses deltas whose shapes do not fit the weights."""
+        """``weights`` with every adapted matrix replaced by ``W + scale * B @ A`` and the whole
+        ``arrays`` added (a new dict; the input is not touched). Refuses deltas whose shapes do not
+        fit the weights."""
         out = dict(weights)
+        out.update({k: np.asarray(v, dtype=np.float32) for k, v in self.arrays.items()})
         for name, (a, b) in self.deltas.items():
             if name not in weights:
                 raise ModelUnavailable(f"adapter {self.name!r} adapts {name}, which the base model "
@@ -110,11 +115,13 @@ def packaged_adapters(folder: Path | None = None) -> list[str]:
 
 
 def save_adapter(folder: Path, name: str, deltas: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                 scale: float, manifest: Mapping[str, Any]) -> Path:
-    """Write ``<name>.npz`` (fp16) and ``<name>.json``; returns the npz path."""
+                 scale: float, manifest: Mapping[str, Any],
+                 whole: Mapping[str, np.ndarray] | None = None) -> Path:
+    """Write ``<name>.npz`` (fp16) and ``<name>.json``; returns the npz path. ``whole``: weights
+    stored as they are (under their own names; deltas are ``<weight>.A`` / ``<weight>.B``)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    arrays = {}
+    arrays = {k: np.asarray(v, dtype=np.float16) for k, v in sorted((whole or {}).items())}
     for weight, (a, b) in sorted(deltas.items()):
         arrays[f"{weight}.A"] = np.asarray(a, dtype=np.float16)
         arrays[f"{weight}.B"] = np.asarray(b, dtype=np.float16)
@@ -122,7 +129,7 @@ def save_adapter(folder: Path, name: str, deltas: Mapping[str, tuple[np.ndarray,
     np.savez_compressed(path, **arrays)
     meta = {**manifest, "name": name, "scale": float(scale),
             "rank": int(next(iter(deltas.values()))[0].shape[0]) if deltas else 0,
-            "weights": sorted(deltas)}
+            "weights": sorted(deltas), **({"whole": sorted(whole)} if whole else {})}
     (folder / f"{name}.json").write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
     return path
 
@@ -150,5 +157,6 @@ def load_adapter(name: str, folder: Path | None = None) -> QueryAdapter:
             deltas[weight] = (arrays[key], arrays[f"{weight}.B"])
     if not deltas:
         raise ModelUnavailable(f"query adapter {name!r} in {d} holds no deltas")
+    whole = {k: v for k, v in arrays.items() if not k.endswith((".A", ".B"))}
     return QueryAdapter(name=name, deltas=deltas, scale=float(manifest.get("scale", 1.0)),
-                        manifest=manifest, folder=d)
+                        manifest=manifest, folder=d, arrays=whole)

@@ -13,6 +13,7 @@ import logging
 import shutil
 import time
 from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,13 +60,14 @@ def adapter_digest(adapter: str, folder: Path | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def _current(dest: Path, digest: str) -> bool:
+def _current(dest: Path, digest: str, manifest_file: str = TOWER_MANIFEST,
+             version: int = TOWER_BUILDER_VERSION) -> bool:
     try:
-        manifest = json.loads((dest / TOWER_MANIFEST).read_text())
+        manifest = json.loads((dest / manifest_file).read_text())
     except (OSError, ValueError):
         return False
     return (isinstance(manifest, dict) and manifest.get("adapter_sha256") == digest
-            and manifest.get("builder_version") == TOWER_BUILDER_VERSION)
+            and manifest.get("builder_version") == version)
 
 
 def check_base(adapter: QueryAdapter, settings: Settings) -> None:
@@ -110,21 +112,35 @@ def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> 
     """Merge adapter ``name`` into the base model and write the tower's ONNX graphs (fp32 and the
     int8 copy the embedder prefers) into the model cache; idempotent: a folder built from the
     same adapter file is reused. Returns the folder."""
-    import onnx
-
-    from plugin.lab.build_e5.folder import _locked, write_atomically
-    from plugin.lab.build_e5.graph import bert_onnx_model, quantize_int8
+    from plugin.lab.build_e5.graph import bert_onnx_model
 
     adapter = find_adapter(name, settings.query_adapter_dir)
     check_base(adapter, settings)
-    digest = adapter_digest(name, adapter.folder)
-    dest = tower_dir(settings, name)
-    if not force and _current(dest, digest):
+    return build_adapted(settings, adapter, tower_dir(settings, name),
+                         graph=bert_onnx_model, manifest_file=TOWER_MANIFEST,
+                         manifest={"adapter": name}, version=TOWER_BUILDER_VERSION, force=force)
+
+
+def build_adapted(settings: Settings, adapter: QueryAdapter, dest: Path, *,
+                  graph: Callable[[dict[str, np.ndarray], object], object], manifest_file: str,
+                  manifest: dict[str, object], version: int, force: bool = False,
+                  int8: bool = True) -> Path:
+    """The base model with ``adapter`` merged in, as ONNX graphs (``graph(weights, shape)``:
+    fp32, and its int8 copy unless ``int8`` is false) beside the base's tokenizer in ``dest``, with ``manifest`` written
+    last as ``manifest_file``. Idempotent: a folder built from the same adapter files by the same
+    builder ``version`` is reused; built under a lock, swapped in whole."""
+    import onnx
+
+    from plugin.lab.build_e5.folder import _locked, write_atomically
+    from plugin.lab.build_e5.graph import quantize_int8
+
+    digest = adapter_digest(adapter.name, adapter.folder)
+    if not force and _current(dest, digest, manifest_file, version):
         return dest
     base = base_model_dir(settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(dest.parent / f".{name}.lock"):
-        if not force and _current(dest, digest):
+    with _locked(dest.parent / f".{dest.name}.lock"):
+        if not force and _current(dest, digest, manifest_file, version):
             return dest
         t0 = time.perf_counter()
         shape, weights = read_base_weights(base)
@@ -137,16 +153,17 @@ def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> 
                 if (base / f).is_file():
                     shutil.copyfile(base / f, tmp / f)
             fp32 = tmp / "onnx" / "model.onnx"
-            onnx.save_model(bert_onnx_model(merged, shape), str(fp32))  # type: ignore[arg-type]
-            quantize_int8(fp32, tmp / "onnx" / "model_int8.onnx")
-            (tmp / TOWER_MANIFEST).write_text(json.dumps({
-                "adapter": name, "adapter_sha256": digest, "base_model": settings.embedding_model,
-                "builder_version": TOWER_BUILDER_VERSION,
+            onnx.save_model(graph(merged, shape), str(fp32))  # type: ignore[arg-type]
+            if int8:
+                quantize_int8(fp32, tmp / "onnx" / "model_int8.onnx")
+            (tmp / manifest_file).write_text(json.dumps({
+                **manifest, "adapter_sha256": digest, "base_model": settings.embedding_model,
+                "builder_version": version,
                 "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
                 indent=2) + "\n")
 
         write_atomically(dest, write)
-        log.info("built query tower %s in %.1fs", dest, time.perf_counter() - t0)
+        log.info("built %s from adapter %s in %.1fs", dest, adapter.name, time.perf_counter() - t0)
     return dest
 
 

@@ -117,22 +117,29 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
                    "note": "bulk indexing of precomputed vectors (no embedding), then a force merge"}
 
 
-def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10) -> dict[str, Any]:
-    took, parts, paths = [], {}, {}
+def latency(matcher: Matcher, texts: list[str], mode: Mode, k: int = 10,
+            budget_ms: float | None = None) -> dict[str, Any]:
+    """p50/p95 of one match at a time; ``budget_ms``: the live rerank budget each match gets (a
+    configuration with a reranker), and how many matches were reranked within it."""
+    took, parts, paths, reranked = [], {}, {}, 0
     for t in texts:
         t0 = time.perf_counter()
-        r = matcher.match(MatchRequest(text=t, mode=mode, k=k))
+        r = matcher.match(MatchRequest(text=t, mode=mode, k=k, rerank_budget_ms=budget_ms))
         took.append((time.perf_counter() - t0) * 1e3)
         for key, ms in r.timings_ms.items():
             parts.setdefault(key, []).append(ms)
         paths[r.fusion] = paths.get(r.fusion, 0) + 1
-    return {"p50": round(percentile(took, 0.5), 2), "p95": round(percentile(took, 0.95), 2),
-            "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()},
-            "fusion": paths}
+        reranked += r.reranked
+    out = {"p50": round(percentile(took, 0.5), 2), "p95": round(percentile(took, 0.95), 2),
+           "parts_p50": {k: round(statistics.median(v), 2) for k, v in parts.items()},
+           "fusion": paths}
+    if budget_ms is not None:
+        out.update(rerank_budget_ms=budget_ms, reranked=reranked)
+    return out
 
 
 def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
-               seconds: float) -> dict[str, Any]:
+               seconds: float, budget_ms: float | None = None) -> dict[str, Any]:
     """Sustained queries/s with ``concurrency`` threads for about ``seconds`` (bounded)."""
     deadline = time.perf_counter() + seconds
     counts, errors = [0] * concurrency, [0] * concurrency
@@ -141,7 +148,8 @@ def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
         j = i
         while time.perf_counter() < deadline:
             try:
-                matcher.match(MatchRequest(text=texts[j % len(texts)], mode=mode, k=10))
+                matcher.match(MatchRequest(text=texts[j % len(texts)], mode=mode, k=10,
+                                           rerank_budget_ms=budget_ms))
                 counts[i] += 1
             except Exception:  # a benchmark counts failures instead of stopping
                 errors[i] += 1
@@ -158,9 +166,11 @@ def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
 def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
           configs: dict[str, RetrievalConfig], *, sizes: list[int], concurrency: int,
           n_queries: int, seconds: float, mode: Mode = Mode.AUTO,
-          hosted: bool = False) -> dict[str, Any]:
+          hosted: bool = False, rerankers: dict[str, Any] | None = None) -> dict[str, Any]:
     """``hosted``: also the stored template over plain HTTP and ingest through the hosted model
-    (``plugin.lab.hosted_bench``), on the real corpus."""
+    (``plugin.lab.hosted_bench``), on the real corpus. A configuration with a rerank stage is
+    measured as the live path serves it, within ``settings.rerank_budget_ms``, when
+    ``rerankers`` has its model; otherwise it is skipped (and said so)."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings)
     texts = [q["text"] for q in dataset.queries][:n_queries]
     # warm-up: model session, OpenSearch caches
@@ -184,11 +194,17 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
         if stats:
             entry["build"] = stats
         for name, cfg in configs.items():
-            if cfg.rerank is not None or {r.query for r in cfg.retrievers} & set(GENERATED):
-                continue  # the live path's cost: rerankers and LLM variants belong to jobs
-            matcher = Matcher(store, embedder, settings, alias=idx, config=cfg)
-            entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode),
-                                      "throughput": throughput(matcher, texts, mode, concurrency, seconds)}
+            if {r.query for r in cfg.retrievers} & set(GENERATED):
+                continue  # the live path's cost: LLM variants belong to jobs
+            reranker = (rerankers or {}).get(name)
+            if cfg.rerank is not None and reranker is None:
+                entry.setdefault("skipped", {})[name] = f"reranker {cfg.rerank.model!r} unavailable"
+                continue
+            budget = settings.rerank_budget_ms if reranker is not None else None
+            matcher = Matcher(store, embedder, settings, alias=idx, config=cfg, reranker=reranker)
+            entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode, budget_ms=budget),
+                                      "throughput": throughput(matcher, texts, mode, concurrency, seconds,
+                                                               budget_ms=budget)}
         if hosted and stats is None:
             entry["template"] = _template_entry(store, settings, idx, texts, mode)
         entry["opensearch_memory"] = _opensearch_memory(store)

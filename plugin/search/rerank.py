@@ -70,7 +70,8 @@ class OnnxCrossEncoder:
 
     def __init__(self, folder: Path | str, *, name: str | None = None, max_seq_length: int = 256,
                  batch_size: int = 32, threads: int | None = None,
-                 model_file: Path | str | None = None, activation: str = "sigmoid") -> None:
+                 model_file: Path | str | None = None, activation: str = "sigmoid",
+                 languages: Sequence[str] | None = None) -> None:
         folder = Path(folder)
         model_path = Path(model_file) if model_file else find_onnx_model(folder)
         if model_path is None or not model_path.is_file():
@@ -81,6 +82,8 @@ class OnnxCrossEncoder:
 
         self.name = name or str(folder)
         self.folder = folder
+        #: the languages it was trained on (``None``: not known, so not restricted)
+        self.languages = frozenset(languages) if languages else None
         self.model_path = model_path
         self.batch_size = max(1, int(batch_size))
         self.activation = activation
@@ -183,14 +186,24 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 def load_reranker(name_or_path: str, settings: Settings, *, batch_size: int = 32,
                   max_seq_length: int | None = None) -> CrossEncoder:
     """A folder with an ONNX model → ``OnnxCrossEncoder`` (its manifest's training
-    ``max_length`` unless given); anything else → ``SentenceTransformersCrossEncoder``."""
+    ``max_length`` unless given, and its training ``languages``); anything else → ``SentenceTransformersCrossEncoder``. A
+    committed reranker adapter (``rerankers/NAME``) that ``factsieve model build`` has not built
+    yet is refused with that advice."""
+    from plugin.search.lora_reranker import unbuilt_reranker
+
+    unbuilt = unbuilt_reranker(name_or_path, settings)
+    if unbuilt is not None:  # a committed adapter: never fall through to the hub by that name
+        raise ModelUnavailable(unbuilt)
     folder = resolve_reranker_path(name_or_path, settings)
     if folder is not None and find_onnx_model(folder) is not None:
-        trained = read_manifest(folder).get("max_length")
+        manifest = read_manifest(folder)
+        trained = manifest.get("max_length")
         length = max_seq_length or (int(trained) if isinstance(trained, int) else None) \
             or settings.max_seq_length
+        languages = manifest.get("languages")
         return OnnxCrossEncoder(folder, name=name_or_path, max_seq_length=length,
-                                batch_size=batch_size)
+                                batch_size=batch_size,
+                                languages=languages if isinstance(languages, list) else None)
     return SentenceTransformersCrossEncoder(str(folder) if folder is not None else name_or_path,
                                             max_length=max_seq_length, batch_size=batch_size)
 

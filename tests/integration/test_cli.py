@@ -307,3 +307,18 @@ def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_
     mine = [s for s in scores if s["dataset"] == dataset_copy.name]
     assert len(mine) == 2 and all(set(s["metrics"]) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
                                   for s in mine)
+
+
+def test_evaluate_runs_the_committed_reranker_on_a_fresh_clone(capsys, embedder):
+    """A fresh clone has the reranker `hybrid-rerank` names: `model build` (here the embedder
+    fixture) merges the committed adapter, so nothing is skipped. `--split dev,test` leaves out
+    the sample's 40 CLEF-2020 training tweets, which the reranker and the query tower saw (their
+    manifests name the dataset `clef2020_task2`, so only that folder's runs drop them by
+    themselves)."""
+    code, out, _ = run(capsys, "evaluate", "--dataset", str(SAMPLES / "clef2020"),
+                       "--config", "factsieve,hybrid-rerank", "--split", "dev,test")
+    result = json.loads(out)
+    assert code == 0 and result["skipped"] == {}
+    assert result["n_queries"] == 20 and result["split"] == "dev+test"
+    for name in ("factsieve", "hybrid-rerank"):
+        assert result["configs"][name]["mono"]["S@10"] >= 0.9

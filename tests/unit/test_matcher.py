@@ -267,3 +267,28 @@ def test_query_encoder_names_are_plain(name):
 
     with pytest.raises(ValidationError):
         RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "dense"}], "query_encoder": name})
+
+
+# -- a reranker stays within the languages it was trained on ----------------------------------------
+def _head(*langs: str | None) -> list[Fused]:
+    return [Fused(id=str(i), score=1.0, rank=i,
+                  contributions={"q": Hit(str(i), 1.0, i, "q", {"lang": lang} if lang else {})})
+            for i, lang in enumerate(langs, start=1)]
+
+
+def test_a_reranker_without_known_languages_reranks_everything():
+    from plugin.search.matcher import outside_languages
+
+    assert outside_languages(None, "ko", _head("es", "en")) is None
+    assert outside_languages(frozenset(), None, _head("es")) is None
+
+
+def test_a_reranker_trained_on_english_keeps_other_posts_and_mixed_heads_in_fused_order():
+    from plugin.search.matcher import outside_languages
+
+    en = frozenset({"en"})
+    assert outside_languages(en, "en", _head("en", "en", None)) is None  # a candidate without lang: no evidence
+    assert "this post is es" in outside_languages(en, "es", _head("es", "es"))
+    assert "unknown language" in outside_languages(en, None, _head("en"))
+    note = outside_languages(en, "en", _head("en", "ko", "es", "ko"))
+    assert "candidates include es, ko" in note and "fused (first-stage) order" in note

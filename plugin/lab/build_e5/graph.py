@@ -144,6 +144,16 @@ def _bert_encoder(g: _Graph, weights: Mapping[str, np.ndarray], shape: BertShape
     return x, mask
 
 
+def _mean_pool(g: _Graph, x: str, mask: str) -> str:
+    """The mean of the hidden states ``x`` over the unmasked positions: ``[batch, hidden]``."""
+    mask3 = g.op("Unsqueeze", mask, g.const("axes_2", np.array([2], np.int64)))
+    axis1 = g.const("axes_1", np.array([1], np.int64))
+    summed = g.op("ReduceSum", g.op("Mul", x, mask3), axis1, keepdims=0)
+    count = g.op("Max", g.op("ReduceSum", mask3, axis1, keepdims=0),
+                 g.const("count_eps", np.array(1e-9, np.float32)))
+    return g.op("Div", summed, count)
+
+
 def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx.ModelProto:
     """A sentence-embedding graph: BERT encoder, masked mean pooling, L2 normalisation.
 
@@ -156,12 +166,7 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
     g = _Graph()
     x, mask = _bert_encoder(g, weights, shape)
     h = shape.hidden
-    mask3 = g.op("Unsqueeze", mask, g.const("axes_2", np.array([2], np.int64)))
-    axis1 = g.const("axes_1", np.array([1], np.int64))
-    summed = g.op("ReduceSum", g.op("Mul", x, mask3), axis1, keepdims=0)
-    count = g.op("Max", g.op("ReduceSum", mask3, axis1, keepdims=0),
-                 g.const("count_eps", np.array(1e-9, np.float32)))
-    mean = g.op("Div", summed, count)
+    mean = _mean_pool(g, x, mask)
     norm = g.op("Max", g.op("ReduceL2", mean, axes=[-1], keepdims=1),
                 g.const("norm_eps", np.array(1e-12, np.float32)))
     g.nodes.append(g.helper.make_node("Div", [mean, norm], ["sentence_embedding"],
@@ -171,22 +176,28 @@ def bert_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape) -> onnx
 
 
 def bert_classifier_onnx_model(weights: Mapping[str, np.ndarray], shape: BertShape,
-                               num_labels: int = 1) -> onnx.ModelProto:
+                               num_labels: int = 1, pooling: str = "cls") -> onnx.ModelProto:
     """A cross-encoder graph, as ``BertForSequenceClassification`` computes it: BERT encoder,
     the first (``<s>``/``[CLS]``) token → pooler dense + tanh → classifier dense → ``logits``.
 
     Same inputs as ``bert_onnx_model``; output ``logits`` (float32, ``[batch, num_labels]``).
     ``weights`` may use ``BertModel`` names plus ``pooler.dense.*`` / ``classifier.*``, or the
     classification model's own ``bert.``-prefixed names. Token type is always 0, as XLM-R
-    tokenizers produce for pairs (``<s> A </s></s> B </s>``).
+    tokenizers produce for pairs (``<s> A </s></s> B </s>``). ``pooling="mean"`` feeds the
+    pooler the masked mean of the last hidden states instead of the first token (the reranker
+    ``train-reranker lora`` trains: e5 was trained to mean-pool).
     """
+    if pooling not in ("cls", "mean"):
+        raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
     w = {(k[len("bert."):] if k.startswith("bert.") else k): np.asarray(v, dtype=np.float32)
          for k, v in weights.items()}
     g = _Graph()
-    x, _mask = _bert_encoder(g, w, shape)
-    # x[:, 0, :] — Gather of index [0] then Squeeze (``const`` stores scalars as 1-d arrays)
-    cls = g.op("Squeeze", g.op("Gather", x, g.const("i64_first", np.array([0], np.int64)), axis=1,
-                               name="cls_token"), g.const("axes_cls", np.array([1], np.int64)))
+    x, mask = _bert_encoder(g, w, shape)
+    if pooling == "mean":
+        cls = _mean_pool(g, x, mask)
+    else:  # x[:, 0, :] — Gather of index [0] then Squeeze (``const`` stores scalars as 1-d arrays)
+        cls = g.op("Squeeze", g.op("Gather", x, g.const("i64_first", np.array([0], np.int64)), axis=1,
+                                   name="cls_token"), g.const("axes_cls", np.array([1], np.int64)))
     pooled = g.op("Tanh", g.op("Add", g.op("MatMul", cls, g.const("pooler_w", w["pooler.dense.weight"].T),
                                            name="pooler"),
                                g.const("pooler_b", w["pooler.dense.bias"])))

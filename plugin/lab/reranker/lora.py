@@ -1,0 +1,353 @@
+"""Train the cross-encoder reranker on two CPU cores (``factsieve train-reranker lora``): LoRA on
+the top encoder layers plus a small head, with JAX, written as a small committed artifact.
+
+**Why.** The reranker ``train-reranker fit`` writes needs torch and, at a usable speed, a GPU; its
+weights (470 MB) live in one machine's cache, so a fresh clone had no reranker and evaluation
+skipped ``hybrid-rerank``. This one is trained where the project is built, and what it writes is a
+few hundred KB (``plugin/search/rerankers/<name>.npz`` + ``.json``): ``factsieve model build``
+merges it into the packaged encoder and writes the ONNX cross-encoder folder every configuration
+that names it loads (``rerank.OnnxCrossEncoder``, torch-free, as before).
+
+**The model.** A ``BertForSequenceClassification``-shaped cross-encoder initialised from the
+embedding model's encoder: the (post, fact-check) pair goes through the encoder jointly (``<s> q
+</s></s> p </s>``); the top ``layers`` layers carry LoRA deltas (rank ``rank`` on their six
+matrices, as the query tower's); the last hidden states are mean-pooled (what e5 was trained to
+pool, so the head starts from a meaningful vector, unlike a ``<s>`` token it never trained),
+then a dense + tanh ``pooler`` (initialised to the identity) and a one-logit ``classifier``
+(initialised to zero: every pair starts at the same score, so the first steps cannot scramble
+the first stage's order through the blend).
+
+**Cost.** The frozen bottom layers see the same pairs every epoch, so their output is computed
+once per pair (the cache, as the query tower does); an epoch runs only the top layers forward and
+backward. Groups come from ``train-reranker mine`` (hard negatives from the first stage it will
+sit behind), each trained listwise: softmax cross-entropy of the positive against its group's
+negatives (Localized Contrastive Estimation, Gao et al. 2021).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from plugin.errors import BadInput
+from plugin.lab.reranker.groups import TrainingGroup, sha1_digit
+
+log = logging.getLogger(__name__)
+
+#: the head's weights as ``BertForSequenceClassification`` names them
+HEAD = ("pooler.dense.weight", "pooler.dense.bias", "classifier.weight", "classifier.bias")
+
+
+@dataclass(frozen=True)
+class LoraRerankerOptions:
+    """Hyper-parameters (chosen on a held-out slice of the training queries; see the manifest)."""
+
+    rank: int = 8
+    #: the top N encoder layers get adapters (the ones below are frozen and cached): on the 88
+    #: held-out training queries, the positive's MAP@5 among its 15 hard negatives was 0.868 with
+    #: 4 layers (2 and 3 epochs alike) and 0.909 / 0.910 with 8 (1 / 2 epochs)
+    layers: int = 8
+    scale: float = 2.0
+    lr: float = 3e-4
+    head_lr: float = 1e-3
+    epochs: int = 2
+    #: negatives per group, the first stage's best-ranked non-relevant fact-checks
+    negatives: int = 15
+    max_length: int = 128
+    groups_per_step: int = 2
+    seed: int = 0
+
+    def validated(self) -> LoraRerankerOptions:
+        if not 1 <= self.rank <= 64 or not 1 <= self.layers <= 48:
+            raise BadInput("--rank must be in 1..64 and --layers in 1..the model's depth")
+        if self.epochs < 1 or self.negatives < 1 or self.groups_per_step < 1:
+            raise BadInput("--epochs, --negatives and --groups-per-step must be >= 1")
+        if not 16 <= self.max_length <= 512:
+            raise BadInput("--max-length must be between 16 and 512")
+        if not 0 < self.lr <= 1e-2 or not 0 < self.head_lr <= 1e-1:
+            raise BadInput("--lr in (0, 0.01], --head-lr in (0, 0.1]")
+        return self
+
+
+def holdout_group(query_id: str) -> bool:
+    """``--holdout``: the same sha1-chosen slice the query tower holds out (digits 5 and 6)."""
+    return sha1_digit(query_id) in "56"
+
+
+class PairScorer:
+    """The cross-encoder as JAX functions: the frozen bottom (cached), the adapted top, the head."""
+
+    def __init__(self, jax: Any, shape: Any, weights: dict[str, np.ndarray],
+                 options: LoraRerankerOptions) -> None:
+        from plugin.lab.query_tower import Tower, TowerOptions
+
+        self.jax, self.jnp, self.options = jax, jax.numpy, options
+        self.tower = Tower(jax, shape, weights, TowerOptions(rank=options.rank, layers=options.layers,
+                                                              scale=options.scale, seed=options.seed))
+        h = shape.hidden
+        self.params = {"lora": self.tower.params,
+                       "head": {"pooler.dense.weight": self.jnp.eye(h, dtype=self.jnp.float32),
+                                "pooler.dense.bias": self.jnp.zeros(h),
+                                "classifier.weight": self.jnp.zeros((1, h)),
+                                "classifier.bias": self.jnp.zeros(1)}}
+        self._logits = jax.jit(self.logits)
+
+    def logits(self, params: dict[str, Any], x: Any, m: Any) -> Any:
+        t, jnp = self.tower, self.jnp
+        y = t.layers_between(params["lora"], x, m, t.first, t.shape.layers)
+        mean = (y * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
+        head = params["head"]
+        pooled = jnp.tanh(mean @ head["pooler.dense.weight"].T + head["pooler.dense.bias"])
+        return (pooled @ head["classifier.weight"].T + head["classifier.bias"])[:, 0]
+
+    def cache(self, pairs: Sequence[Sequence[int]], batch: int = 32) -> list[np.ndarray]:
+        """Hidden states below the adapted layers, one array per pair, kept in fp16."""
+        return [c.astype(np.float16) for c in self.tower.cache(pairs, batch)]
+
+    def score(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+        order = np.argsort([-len(c) for c in cached], kind="stable")
+        out = np.empty(len(cached), np.float32)
+        for start in range(0, len(cached), batch):
+            idx = order[start:start + batch]
+            x, m = self.tower.pad([cached[i].astype(np.float32) for i in idx])
+            out[idx] = np.asarray(self._logits(params, x, m))
+        return out
+
+
+def encode_pairs(tok: Any, groups: Sequence[TrainingGroup], negatives: int) -> list[list[list[int]]]:
+    """Each group's pairs as token ids, positive first, by the tokenizer the served model uses
+    (its pair template, truncated longest-first): training and inference see the same tokens."""
+    out = []
+    for g in groups:
+        passages = [g.positive, *g.negatives[:negatives]]
+        out.append([e.ids for e in tok.encode_batch([(g.query, p) for p in passages])])
+    return out
+
+
+def group_map5(scores: Sequence[np.ndarray]) -> float:
+    """MAP@5 of the positive (index 0) within each scored group, ties counted against it."""
+    aps = []
+    for s in scores:
+        rank = 1 + int(np.sum(s[1:] >= s[0]))
+        aps.append(1.0 / rank if rank <= 5 else 0.0)
+    return round(float(np.mean(aps)), 4) if aps else 0.0
+
+
+def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
+          options: LoraRerankerOptions,
+          on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Adam (LoRA at ``lr``, the head at ``head_lr``), 10-step warm-up then linear decay; each step
+    takes ``groups_per_step`` whole groups and the softmax cross-entropy of their positives."""
+    jnp, tree = jax.numpy, jax.tree_util
+    size = 1 + options.negatives
+
+    def loss_fn(params: Any, x: Any, m: Any) -> Any:
+        z = scorer.logits(params, x, m).reshape(-1, size)
+        return -jax.nn.log_softmax(z, axis=-1)[:, 0].mean()
+
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
+
+    @jax.jit
+    def adam(params: Any, grads: Any, m1: Any, m2: Any, t: Any, lr: Any) -> Any:
+        b1, b2 = 0.9, 0.999
+        m1 = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m1, grads)
+        m2 = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, m2, grads)
+        rates = {"lora": lr, "head": lr * options.head_lr / options.lr}
+
+        def upd(part: str) -> Any:
+            return tree.tree_map(lambda w, a, v: w - rates[part] * (a / (1 - b1 ** t))
+                                 / (jnp.sqrt(v / (1 - b2 ** t)) + 1e-8), params[part], m1[part], m2[part])
+        return {p: upd(p) for p in params}, m1, m2
+
+    params = scorer.params
+    m1 = tree.tree_map(jnp.zeros_like, params)
+    m2 = tree.tree_map(jnp.zeros_like, params)
+    rng = np.random.default_rng(options.seed)
+    usable = [i for i, g in enumerate(cached) if len(g) == size]
+    if not usable:
+        raise BadInput(f"no training group has {options.negatives} negatives: lower --negatives")
+    per = options.groups_per_step
+    total_steps = options.epochs * math.ceil(len(usable) / per)
+    step = 0
+    for epoch in range(1, options.epochs + 1):
+        t0, total, seen = time.perf_counter(), 0.0, 0
+        order = rng.permutation(usable)
+        for start in range(0, len(order), per):
+            rows = [c for g in order[start:start + per] for c in cached[g]]
+            x, m = scorer.tower.pad([r.astype(np.float32) for r in rows])
+            loss, grads = grad_fn(params, x, m)
+            step += 1
+            lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))
+            params, m1, m2 = adam(params, grads, m1, m2, step, lr)
+            total += float(loss) * (len(rows) // size)
+            seen += len(rows) // size
+        if on_epoch is not None:
+            on_epoch(epoch, total / max(seen, 1), {"seconds": round(time.perf_counter() - t0, 1),
+                                                   "params": params})
+    return params
+
+
+def options_dict(options: LoraRerankerOptions) -> dict[str, Any]:
+    return asdict(options)
+
+
+# -- the command ----------------------------------------------------------------------------------
+def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
+                        options: LoraRerankerOptions | None = None, *,
+                        holdout: bool = False) -> dict[str, Any]:
+    """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
+    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/search/rerankers/``).
+    With ``holdout`` the sha1-chosen slice of the training queries is kept out and its groups
+    scored each epoch (MAP@5 of the positive among its group's hard negatives); nothing is
+    written then: it is how the options were chosen."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from plugin.embedding.adapter import save_adapter
+    from plugin.embedding.onnx_backend import open_tokenizer
+    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.lab.query_tower import load_jax
+    from plugin.search.lora_reranker import reranker_adapter_dir
+
+    options = (options or LoraRerankerOptions()).validated()
+    jax = load_jax()
+    t_start = time.perf_counter()
+    groups, meta = source.load(settings)
+    fit_groups = [g for g in groups if not (holdout and holdout_group(g.query_id))]
+    held_groups = [g for g in groups if holdout and holdout_group(g.query_id)]
+    if not fit_groups:
+        raise BadInput("no training groups left to fit on")
+
+    base = base_model_dir(settings)
+    shape, weights = read_base_weights(base)
+    tok, _pad, _len = open_tokenizer(base, options.max_length)
+    scorer = PairScorer(jax, shape, weights, options)
+
+    def cache(gs: Sequence[TrainingGroup]) -> list[list[np.ndarray]]:
+        ids = encode_pairs(tok, gs, options.negatives)
+        flat = scorer.cache([p for g in ids for p in g])
+        out_, i = [], 0
+        for g in ids:
+            out_.append(flat[i:i + len(g)])
+            i += len(g)
+        return out_
+
+    t0 = time.perf_counter()
+    fit_cache, held_cache = cache(fit_groups), cache(held_groups)
+    cache_s = time.perf_counter() - t0
+    history: list[dict[str, Any]] = []
+
+    def on_epoch(epoch: int, loss: float, info: dict[str, Any]) -> None:
+        row: dict[str, Any] = {"epoch": epoch, "loss": round(loss, 4), "seconds": info["seconds"]}
+        if held_cache:
+            row["holdout_group_MAP@5"] = group_map5([scorer.score(info["params"], g) for g in held_cache])
+        history.append(row)
+        log.info("epoch %d: %s", epoch, row)
+
+    t0 = time.perf_counter()
+    params = train(jax, scorer, fit_cache, options, on_epoch)
+    train_s = time.perf_counter() - t0
+    seconds = {"cache": round(cache_s, 1), "train": round(train_s, 1),
+               "total": round(time.perf_counter() - t_start, 1)}
+    result: dict[str, Any] = {"name": name, "dataset": meta.get("dataset_name"),
+                              "training_groups": len(fit_groups), "holdout_groups": len(held_groups),
+                              "options": asdict(options), "history": history, "seconds": seconds}
+    if holdout:
+        return result
+    deltas = {k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params["lora"].items()}
+    head = {k: np.asarray(v) for k, v in params["head"].items()}
+    train_ids = {g.query_id for g in fit_groups}
+    languages = training_languages(meta.get("dataset"), train_ids)
+    manifest = {
+        "base_model": settings.embedding_model, "kind": "cross-encoder-lora", "pooling": "mean",
+        "layers": list(range(scorer.tower.first, shape.layers)), "max_length": options.max_length,
+        "dataset_name": meta.get("dataset_name"), "training_rule": meta.get("split_rule"),
+        "first_stage": meta.get("first_stage"),
+        "training_query_ids": sorted(train_ids, key=lambda s: (len(s), s)),
+        # ``Matcher`` reranks only posts and fact-checks in these (``outside_languages``)
+        **({"languages": languages} if languages else {}),
+        "options": asdict(options), "history": history, "seconds": seconds,
+        "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    folder = Path(out) if out is not None else reranker_adapter_dir()
+    path = save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
+    # int8 is served only when it ranks like fp32 on groups the reranker did not train on where
+    # there are such (else its training groups): the same passage first in >= INT8_MIN_TOP1 of them
+    t0 = time.perf_counter()
+    check = int8_agreement(settings, name, folder, held_groups or fit_groups[:CHECK_GROUPS])
+    check["seconds"] = round(time.perf_counter() - t0, 1)
+    manifest.update(int8=check["top1_agreement"] >= INT8_MIN_TOP1, int8_check=check)
+    path = save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
+    result.update(path=str(path), bytes=path.stat().st_size, int8_check=check, int8=manifest["int8"])
+    return result
+
+
+def training_languages(dataset: Any, query_ids: set[str]) -> list[str]:
+    """The languages of the training posts and of their relevant fact-checks, from the dataset
+    the groups were mined from ([] when it is not on disk: then the reranker is not restricted)."""
+    import json
+    from pathlib import Path
+
+    folder = Path(dataset) if dataset else None
+    if folder is None or not (folder / "queries.jsonl").is_file():
+        return []
+    from plugin.lab.evaluate.run import load_dataset
+
+    data = load_dataset(folder)
+    langs = {q.get("lang") for q in data.queries if str(q["id"]) in query_ids}
+    wanted = {f for q in query_ids for f in data.qrels["all"].get(q, ())}
+    with (folder / "factchecks.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                fc = json.loads(line)
+                if str(fc.get("id")) in wanted:
+                    langs.add(fc.get("lang"))
+    return sorted(lang for lang in langs if lang)
+
+
+#: int8 is served when it puts the same passage first as fp32 in at least this share of groups
+INT8_MIN_TOP1 = 0.98
+#: groups the int8 check scores when nothing was held out
+CHECK_GROUPS = 100
+
+
+def int8_agreement(settings: Any, name: str, folder: Any, groups: Sequence[TrainingGroup]) -> dict[str, Any]:
+    """Build adapter ``name`` (from ``folder``) into fp32 and int8 graphs in a scratch folder and
+    compare them on ``groups``: top-1 agreement, mean Spearman correlation and the time each takes
+    per pair (the live budget is spent on pairs)."""
+    import tempfile
+    from pathlib import Path
+
+    from plugin.embedding.adapter import load_adapter
+    from plugin.embedding.query_tower import build_adapted
+    from plugin.lab.build_e5.graph import bert_classifier_onnx_model
+    from plugin.lab.reranker.export import spearman
+    from plugin.search.rerank import RERANKER_MANIFEST, OnnxCrossEncoder
+
+    adapter = load_adapter(name, Path(folder))
+    max_length = int(adapter.manifest.get("max_length", 128))
+    with tempfile.TemporaryDirectory(prefix="factsieve-int8-check-") as tmp:
+        built = build_adapted(settings, adapter, Path(tmp) / name,
+                              graph=lambda w, shape: bert_classifier_onnx_model(w, shape, pooling="mean"),
+                              manifest_file=RERANKER_MANIFEST, manifest={}, version=0)
+        models = {kind: OnnxCrossEncoder(built, model_file=built / "onnx" / f"{file}.onnx",
+                                         max_seq_length=max_length, activation="none")
+                  for kind, file in (("fp32", "model"), ("int8", "model_int8"))}
+        top1, rho, secs, pairs = [], [], {"fp32": 0.0, "int8": 0.0}, 0
+        for g in groups:
+            passages = [g.positive, *g.negatives[:15]]
+            scores = {}
+            for kind, model in models.items():
+                t0 = time.perf_counter()
+                scores[kind] = model.logits(g.query, passages)
+                secs[kind] += time.perf_counter() - t0
+            pairs += len(passages)
+            top1.append(int(np.argmax(scores["fp32"])) == int(np.argmax(scores["int8"])))
+            rho.append(spearman(scores["fp32"], scores["int8"]))
+    return {"groups": len(groups), "top1_agreement": round(float(np.mean(top1)), 4) if top1 else 0.0,
+            "mean_spearman": round(float(np.mean(rho)), 4) if rho else 0.0,
+            "ms_per_pair": {k: round(1e3 * v / max(pairs, 1), 2) for k, v in secs.items()}}
