@@ -171,6 +171,9 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
     usable = [i for i, g in enumerate(cached) if len(g) == size]
     if not usable:
         raise BadInput(f"no training group has {options.negatives} negatives: lower --negatives")
+    if len(usable) < len(cached):  # a step's groups must be the same size; say what is left out
+        log.warning("%d of %d training groups have fewer than %d negatives and are left out",
+                    len(cached) - len(usable), len(cached), options.negatives)
     per = options.groups_per_step
     total_steps = options.epochs * math.ceil(len(usable) / per)
     step = 0
