@@ -60,7 +60,7 @@ def adapter_digest(adapter: str, folder: Path | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def _current(dest: Path, digest: str, manifest_file: str = TOWER_MANIFEST,
+def is_current(dest: Path, digest: str, manifest_file: str = TOWER_MANIFEST,
              version: int = TOWER_BUILDER_VERSION) -> bool:
     try:
         manifest = json.loads((dest / manifest_file).read_text())
@@ -70,13 +70,13 @@ def _current(dest: Path, digest: str, manifest_file: str = TOWER_MANIFEST,
             and manifest.get("builder_version") == version)
 
 
-def check_base(adapter: QueryAdapter, settings: Settings) -> None:
+def check_base(adapter: QueryAdapter, settings: Settings, *, what: str = "query adapter",
+               retrain: str = "`factsieve train-query-encoder`") -> None:
     """An adapter only means something on the weights it was trained on."""
     if adapter.base_model and adapter.base_model != settings.embedding_model:
         raise ModelUnavailable(
-            f"query adapter {adapter.name!r} was trained on {adapter.base_model}, but this "
-            f"deployment embeds with {settings.embedding_model}: train one for it with "
-            "`factsieve train-query-encoder`")
+            f"{what} {adapter.name!r} was trained on {adapter.base_model}, but this "
+            f"deployment embeds with {settings.embedding_model}: train one for it with {retrain}")
 
 
 def read_base_weights(folder: Path) -> tuple[object, dict[str, np.ndarray]]:
@@ -135,12 +135,12 @@ def build_adapted(settings: Settings, adapter: QueryAdapter, dest: Path, *,
     from plugin.lab.build_e5.graph import quantize_int8
 
     digest = adapter_digest(adapter.name, adapter.folder)
-    if not force and _current(dest, digest, manifest_file, version):
+    if not force and is_current(dest, digest, manifest_file, version):
         return dest
     base = base_model_dir(settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with _locked(dest.parent / f".{dest.name}.lock"):
-        if not force and _current(dest, digest, manifest_file, version):
+        if not force and is_current(dest, digest, manifest_file, version):
             return dest
         t0 = time.perf_counter()
         shape, weights = read_base_weights(base)
@@ -198,7 +198,7 @@ def load_query_tower(settings: Settings, name: str, base: Embedder) -> QueryTowe
         raise ModelUnavailable(f"query adapter {name!r} tunes {adapter.base_model}, but the "
                                f"index's encoder here is {base.name}")
     folder = tower_dir(settings, name)
-    if not _current(folder, adapter_digest(name, adapter.folder)):
+    if not is_current(folder, adapter_digest(name, adapter.folder)):
         raise ModelUnavailable(f"the query tower {name!r} is not built (or is older than its "
                                f"adapter) at {folder}: run `factsieve model build`")
     model_file = None

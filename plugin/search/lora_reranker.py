@@ -2,8 +2,8 @@
 
 ``factsieve train-reranker lora`` trains a cross-encoder on CPU as LoRA deltas over the top
 layers of the embedding model's encoder plus a small head (``plugin.lab.reranker.lora`` says how
-and why), and writes them to ``plugin/search/rerankers/<name>.npz`` + ``.json`` — a few hundred
-KB, committed. ``factsieve model build`` (run by ``make demo``, ``make test`` and the Dockerfile)
+and why), and writes them to ``plugin/search/rerankers/<name>.npz`` + ``.json`` — about a megabyte,
+committed. ``factsieve model build`` (run by ``make demo``, ``make test`` and the Dockerfile)
 merges each into the packaged encoder and writes ``<model cache>/rerankers/<name>/``: the
 tokenizer, ``onnx/model.onnx`` (and an int8 copy when the adapter's manifest says int8 ranks
 like fp32), and ``factsieve_reranker.json`` (what it was
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from plugin.embedding.adapter import QueryAdapter, load_adapter, packaged_adapters
-from plugin.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     from plugin.settings import Settings
@@ -50,25 +49,16 @@ def find_reranker_adapter(name: str) -> QueryAdapter:
     return load_adapter(name, reranker_adapter_dir())
 
 
-def check_reranker_base(adapter: QueryAdapter, settings: Settings) -> None:
-    """A reranker adapter is merged into the deployment's encoder: it must be the one it was
-    trained on."""
-    if adapter.base_model and adapter.base_model != settings.embedding_model:
-        raise ModelUnavailable(
-            f"reranker {adapter.name!r} was trained on {adapter.base_model}, but this deployment's "
-            f"encoder is {settings.embedding_model}: train one for it with "
-            "`factsieve train-reranker lora`, or name a Hugging Face cross-encoder")
-
-
 def build_lora_reranker(settings: Settings, name: str, *, force: bool = False) -> Path:
     """Merge the committed reranker adapter ``name`` into the base encoder and write its ONNX
     cross-encoder folder into the model cache (idempotent). Returns the folder."""
-    from plugin.embedding.query_tower import build_adapted
+    from plugin.embedding.query_tower import build_adapted, check_base
     from plugin.lab.build_e5.graph import bert_classifier_onnx_model
     from plugin.search.rerank import RERANKER_MANIFEST
 
     adapter = find_reranker_adapter(name)
-    check_reranker_base(adapter, settings)
+    check_base(adapter, settings, what="reranker",
+               retrain="`factsieve train-reranker lora`, or name a Hugging Face cross-encoder")
     pooling = str(adapter.manifest.get("pooling", "mean"))
     carried = {k: adapter.manifest[k] for k in CARRIED if k in adapter.manifest}
     return build_adapted(
@@ -84,7 +74,7 @@ def build_lora_reranker(settings: Settings, name: str, *, force: bool = False) -
 def unbuilt_reranker(name_or_path: str, settings: Settings) -> str | None:
     """Why ``name_or_path`` (``rerankers/NAME`` or ``NAME``) cannot be served yet when it names a
     committed reranker adapter whose folder is missing or older than the adapter; else None."""
-    from plugin.embedding.query_tower import _current, adapter_digest
+    from plugin.embedding.query_tower import adapter_digest, is_current
     from plugin.search.rerank import RERANKER_MANIFEST
 
     parts = Path(name_or_path).parts
@@ -92,7 +82,7 @@ def unbuilt_reranker(name_or_path: str, settings: Settings) -> str | None:
     if name is None or name not in packaged_rerankers():
         return None
     digest = adapter_digest(name, reranker_adapter_dir())
-    if _current(reranker_dir(settings, name), digest, RERANKER_MANIFEST, RERANKER_BUILDER_VERSION):
+    if is_current(reranker_dir(settings, name), digest, RERANKER_MANIFEST, RERANKER_BUILDER_VERSION):
         return None
     return (f"the reranker {name!r} is not built (or is older than its adapter) at "
             f"{reranker_dir(settings, name)}: run `factsieve model build`")

@@ -303,13 +303,11 @@ class Matcher:
             assert cfg.rerank is not None
             outside = outside_languages(getattr(self.reranker, "languages", None), lang,
                                         fused[:cfg.rerank.top])
+            pairs = pairs_within(req.rerank_budget_ms, self._pair_ms, cfg.rerank.top)
             if outside is not None:
                 reranking = False
                 notes.append(outside)
-        if reranking:
-            assert cfg.rerank is not None
-            pairs = pairs_within(req.rerank_budget_ms, self._pair_ms, cfg.rerank.top)
-            if req.rerank_budget_ms is not None and pairs < MIN_RERANK_PAIRS:
+            elif req.rerank_budget_ms is not None and pairs < MIN_RERANK_PAIRS:
                 reranking = False
                 notes.append(f"the rerank budget of {req.rerank_budget_ms:g} ms fits fewer than "
                              f"{MIN_RERANK_PAIRS} pairs (~{self._pair_ms:.0f} ms a pair measured): "

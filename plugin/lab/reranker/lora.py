@@ -195,10 +195,6 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
     return params
 
 
-def options_dict(options: LoraRerankerOptions) -> dict[str, Any]:
-    return asdict(options)
-
-
 # -- the command ----------------------------------------------------------------------------------
 def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
