@@ -176,16 +176,20 @@ def cmd_train_query_encoder(args: argparse.Namespace, services: Services) -> int
     options = TowerOptions(rank=args.rank, layers=args.layers, lr=args.lr, epochs=args.epochs,
                            tau=args.tau, batch_size=args.batch_size, seed=args.seed,
                            interpolate=args.interpolate)
-    fold = None
-    if args.fold:
-        try:
-            i, k = (int(x) for x in args.fold.split("/"))
-        except ValueError:
-            raise BadInput(f"--fold {args.fold!r}: expected I/K, e.g. 0/3") from None
-        fold = (i, k)
     dump(train_query_encoder(services.settings, dataset_path(args.dataset), args.name, args.out,
-                             options, holdout=args.holdout, fold=fold))
+                             options, holdout=args.holdout, fold=_fold(args.fold)))
     return 0
+
+
+def _fold(value: str | None) -> tuple[int, int] | None:
+    """``--fold I/K`` as ``(I, K)``."""
+    if not value:
+        return None
+    try:
+        i, k = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise BadInput(f"--fold {value!r}: expected I/K, e.g. 0/3") from None
+    return i, k
 
 
 # -- train-reranker mine|fit|pack|import ---------------------------------------------------------
@@ -252,7 +256,27 @@ def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
                                   epochs=args.epochs, negatives=args.negatives,
                                   max_length=args.max_length, seed=args.seed)
     dump(train_lora_reranker(services.settings, _source(args), args.name, args.out, options,
-                             holdout=args.holdout))
+                             holdout=args.holdout, fold=_fold(args.fold)))
+    return 0
+
+
+def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.prior import DEFAULT_PRIORS, gather_heads, prior_grid
+
+    def names(value: str) -> list[str]:
+        return [x.strip() for x in value.split(",") if x.strip()]
+
+    try:
+        priors = [float(x) for x in names(args.priors)] if args.priors else list(DEFAULT_PRIORS)
+    except ValueError:
+        raise BadInput(f"--priors {args.priors!r}: expected numbers, e.g. 0,1,2") from None
+    if args.top < 1 or any(p < 0 for p in priors):
+        raise BadInput("--top must be >= 1 and every prior >= 0")
+    heads, meta = gather_heads(services.settings, dataset_path(args.dataset), config=args.config,
+                               rerankers=names(args.rerankers), encoders=names(args.query_encoders),
+                               adapters=_existing("--adapters", args.adapters), top=args.top)
+    qrels = meta.pop("qrels")
+    dump({**meta, **prior_grid(heads, qrels, priors)})
     return 0
 
 
@@ -392,6 +416,8 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/search/rerankers/)")
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
+    sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id) and write the "
+                                               "adapter: out-of-fold scores for choosing the rerank blend")
     sp.add_argument("--rank", type=int, default=d2.rank)
     sp.add_argument("--layers", type=int, default=d2.layers, help="top layers adapted")
     sp.add_argument("--lr", type=float, default=d2.lr, help="the LoRA deltas' learning rate")
@@ -400,6 +426,19 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--negatives", type=int, default=d2.negatives, help="hard negatives per group")
     sp.add_argument("--max-length", type=int, default=d2.max_length, help="tokens per (post, fact-check) pair")
     sp.add_argument("--seed", type=int, default=d2.seed)
+
+    sp = add("prior", cmd_reranker_prior,
+             "choose a configuration's rerank.rank_prior out of fold: each fold of the training "
+             "posts ranked by a query tower and a reranker trained outside it (--fold I/K)", steps)
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--adapters", type=Path, required=True, metavar="DIR",
+                    help="the folder `train-reranker lora --fold I/K --out DIR` wrote the fold rerankers to")
+    sp.add_argument("--rerankers", required=True, metavar="NAME,NAME,...", help="the fold rerankers, fold 0 first")
+    sp.add_argument("--query-encoders", required=True, metavar="NAME,NAME,...",
+                    help="the fold query towers of the same folds, in FACTSIEVE_QUERY_ADAPTER_DIR")
+    sp.add_argument("--config", default="factsieve", help="the first stage (its query_encoder is replaced per fold)")
+    sp.add_argument("--top", type=int, default=10, help="candidates reranked, as the configuration's rerank.top")
+    sp.add_argument("--priors", help="priors to score, e.g. 0,1,2 (default: 0 to 6)")
 
     sp = add("pack", cmd_reranker_pack,
              "write a torch-only training bundle for an accelerator box "

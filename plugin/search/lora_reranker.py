@@ -45,18 +45,20 @@ def reranker_dir(settings: Settings, name: str) -> Path:
     return settings.model_cache_dir / RERANKERS_DIR / name
 
 
-def find_reranker_adapter(name: str) -> QueryAdapter:
-    return load_adapter(name, reranker_adapter_dir())
+def find_reranker_adapter(name: str, folder: Path | None = None) -> QueryAdapter:
+    return load_adapter(name, folder or reranker_adapter_dir())
 
 
-def build_lora_reranker(settings: Settings, name: str, *, force: bool = False) -> Path:
-    """Merge the committed reranker adapter ``name`` into the base encoder and write its ONNX
-    cross-encoder folder into the model cache (idempotent). Returns the folder."""
+def build_lora_reranker(settings: Settings, name: str, *, force: bool = False,
+                        folder: Path | None = None) -> Path:
+    """Merge the reranker adapter ``name`` (committed, or from ``folder``: a fold adapter of
+    ``train-reranker lora --fold``) into the base encoder and write its ONNX cross-encoder folder
+    into the model cache (idempotent). Returns the folder."""
     from plugin.embedding.query_tower import build_adapted, check_base
     from plugin.lab.build_e5.graph import bert_classifier_onnx_model
     from plugin.search.rerank import RERANKER_MANIFEST
 
-    adapter = find_reranker_adapter(name)
+    adapter = find_reranker_adapter(name, folder)
     check_base(adapter, settings, what="reranker",
                retrain="`factsieve train-reranker lora`, or name a Hugging Face cross-encoder")
     pooling = str(adapter.manifest.get("pooling", "mean"))

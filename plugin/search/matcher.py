@@ -11,11 +11,12 @@ reading stored fields for every candidate of every sub-query cost more than the 
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import date
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from plugin.embedding import Embedder
@@ -452,13 +453,13 @@ class Matcher:
             per_pair = (self.clock() - t0) * 1e3 / len(head)
             self._pair_ms = per_pair if self._pair_ms is None else 0.7 * self._pair_ms + 0.3 * per_pair
         by_id = dict(zip((f.id for f in head), scores))
-        w = cfg.rerank.weight
-        n = len(head)
-
-        def final(f: Fused) -> float:  # blend rerank order with fused order when w < 1
-            return w * by_id[f.id] + (1 - w) * (n - f.rank) / max(n, 1)
-
-        ordered = sorted(head, key=lambda f: (-final(f), f.rank))
+        w, n = cfg.rerank.weight, len(head)
+        if cfg.rerank.rank_prior > 0:
+            final = dict(zip((f.id for f in head), rank_prior_scores(
+                scores, [f.rank for f in head], cfg.rerank.rank_prior)))
+        else:  # blend rerank order with fused order when w < 1
+            final = {f.id: w * by_id[f.id] + (1 - w) * (n - f.rank) / max(n, 1) for f in head}
+        ordered = sorted(head, key=lambda f: (-final[f.id], f.rank))
         reranked = [replace(f, rank=i) for i, f in enumerate(ordered, start=1)]
         reranked += [replace(f, rank=len(reranked) + i) for i, f in enumerate(tail, start=1)]
         return reranked, by_id
@@ -468,6 +469,42 @@ class Matcher:
 MIN_RERANK_PAIRS = 2
 #: pairs a reranker is tried on before its cost is known
 PROBE_PAIRS = 2
+
+
+#: probabilities are clipped this far from 0 and 1 before their log-odds are taken
+LOG_ODDS_EPS = 1e-15
+
+
+def rank_prior_scores(probabilities: Sequence[float], ranks: Sequence[int], prior: float) -> list[float]:
+    """A reranked head's final scores: the cross-encoder's log-odds ``ln(p / (1 − p))`` minus
+    ``prior · ln(rank)``, ``rank`` the candidate's 1-based fused (first-stage) rank (pure).
+
+    Why: both stages are right most of the time and wrong in different places (on CLEF-2020 the
+    reranker fixed dev posts the first stage missed and demoted test posts it had right). Adding
+    ``ln P(relevant | rank) ∝ −prior · ln(rank)`` to the reranker's log-odds is the posterior
+    under a Zipf-shaped prior over the first stage's ranks: a confident reranker still reorders
+    the head, while a near tie goes to the first stage's order. Blending probabilities with the
+    rank (``weight`` < 1) cannot do this: a listwise-trained reranker's probabilities sit near 0
+    or 1, so any weight either drowns the rank or is drowned by it. ``prior`` 0 is the reranker's
+    own order."""
+    if len(probabilities) != len(ranks):
+        raise ValueError(f"{len(probabilities)} probabilities for {len(ranks)} ranks")
+    return with_rank_prior([log_odds(p) for p in probabilities], ranks, prior)
+
+
+def log_odds(p: float) -> float:
+    """``ln(p / (1 − p))``, ``p`` clipped ``LOG_ODDS_EPS`` away from 0 and 1 (pure)."""
+    q = min(max(float(p), LOG_ODDS_EPS), 1.0 - LOG_ODDS_EPS)
+    return math.log(q / (1.0 - q))
+
+
+def with_rank_prior(logits: Sequence[float], ranks: Sequence[int], prior: float) -> list[float]:
+    """``logit − prior · ln(rank)`` per candidate (pure; ranks are 1-based)."""
+    if len(logits) != len(ranks):
+        raise ValueError(f"{len(logits)} logits for {len(ranks)} ranks")
+    if any(r < 1 for r in ranks):
+        raise ValueError(f"fused ranks are 1-based, got {list(ranks)}")
+    return [float(x) - prior * math.log(r) for x, r in zip(logits, ranks)]
 
 
 def pairs_within(budget_ms: float | None, pair_ms: float | None, top: int) -> int:

@@ -55,6 +55,16 @@ class Rerank(BaseModel):
     top: int = Field(default=50, ge=1, le=1000)
     #: final score = rerank score, or a blend with the fused rank when < 1
     weight: float = Field(default=1.0, ge=0, le=1)
+    #: when > 0: final score = the reranker's log-odds − rank_prior · ln(fused rank), the first
+    #: stage's rank as a prior on what the cross-encoder read (``matcher.rank_prior_scores``)
+    rank_prior: float = Field(default=0.0, ge=0, le=20)
+
+    @model_validator(mode="after")
+    def _one_blend(self) -> Rerank:
+        if self.rank_prior > 0 and self.weight < 1:
+            raise ValueError("rerank: give either weight < 1 (a blend of probabilities with the "
+                             "fused rank) or rank_prior > 0 (log-odds with a rank prior), not both")
+        return self
 
 
 #: The metrics a configuration's ``last_scores`` keep (latency belongs to ``bench``).

@@ -186,6 +186,49 @@ def test_reranked_head_has_sources():
     assert [x["id"] for x in result.matches] == ["7", "6", "5"]
 
 
+def test_rank_prior_scores_are_log_odds_minus_the_prior_times_log_rank():
+    from math import log
+
+    from plugin.search.matcher import rank_prior_scores
+
+    # hand-checked: ln(0.5/0.5) − 2·ln 1 = 0; ln(0.9/0.1) − 2·ln 2 = 2.1972 − 1.3863 = 0.8109
+    got = rank_prior_scores([0.5, 0.9], [1, 2], 2.0)
+    assert got == pytest.approx([0.0, 0.8109302], abs=1e-6)
+    assert rank_prior_scores([0.2, 0.8], [3, 1], 0.0) == pytest.approx([log(0.25), log(4.0)])
+    assert rank_prior_scores([1.0, 0.0], [1, 1], 1.0)[0] > 30 > -30 > rank_prior_scores([0.0], [1], 1.0)[0]
+    with pytest.raises(ValueError, match="1-based"):
+        rank_prior_scores([0.5], [0], 1.0)
+    with pytest.raises(ValueError, match="ranks"):
+        rank_prior_scores([0.5, 0.5], [1], 1.0)
+
+
+def test_a_rank_prior_keeps_near_ties_in_fused_order_and_lets_a_confident_reranker_reorder():
+    class Fixed:
+        def __init__(self, probs):
+            self.probs = probs
+
+        def score(self, query, passages):
+            return self.probs[:len(passages)]
+
+    from plugin.search.retrieval import Rerank
+
+    ids = [str(i) for i in range(1, 6)]
+    store = FakeStore({d: f"claim {d}" for d in ids}, bm25=ids, dense=ids)
+    m = fake_matcher(store)
+    m.config = m.config.model_copy(update={"rerank": Rerank(model="x", top=5, rank_prior=2.0)})
+    order = lambda: [x["id"] for x in m.match(MatchRequest(text="claim", lang="en", k=5)).matches]
+    # 2 is a bit likelier than 1 to the reranker (log-odds 0.41 vs 0): the prior keeps 1 first
+    m.reranker = Fixed([0.5, 0.6, 0.01, 0.01, 0.01])
+    assert order()[:2] == ["1", "2"]
+    # a confident reranker (log-odds 4.6 − 2·ln 2 = 3.2 > 0) still puts 2 first
+    m.reranker = Fixed([0.5, 0.99, 0.01, 0.01, 0.01])
+    assert order()[:2] == ["2", "1"]
+    # without the prior, the reranker's own order
+    m.config = m.config.model_copy(update={"rerank": Rerank(model="x", top=5)})
+    m.reranker = Fixed([0.5, 0.6, 0.01, 0.01, 0.01])
+    assert order()[:2] == ["2", "1"]
+
+
 def test_llm_variants_are_written_by_the_generator_and_refused_without_one():
     emb = StubEmbedder()
     asked = []

@@ -35,6 +35,8 @@ def test_unknown_config_lists_known_ones():
     ({"retrievers": [{"kind": "sparse"}]}, "kind"),
     ({"retrievers": [{"kind": "bm25", "weight": -1}]}, "weight"),
     ({"retrievers": [{"kind": "bm25"}], "colour": "red"}, "colour"),
+    ({"retrievers": [{"kind": "bm25"}], "rerank": {"model": "m", "weight": 0.5, "rank_prior": 2}}, "not both"),
+    ({"retrievers": [{"kind": "bm25"}], "rerank": {"model": "m", "rank_prior": -1}}, "rank_prior"),
 ])
 def test_invalid_configs_are_refused(tmp_path, body, message):
     path = tmp_path / "c.json"

@@ -79,6 +79,25 @@ def holdout_group(query_id: str) -> bool:
     return sha1_digit(query_id) in "56"
 
 
+def split_groups(groups: Sequence[TrainingGroup], *, holdout: bool = False,
+                 fold: tuple[int, int] | None = None) -> tuple[list[TrainingGroup], list[TrainingGroup]]:
+    """The groups trained on and the groups held out (scored each epoch): ``--holdout``'s slice,
+    or fold ``i`` of ``k`` (``query_tower.fold_of``, so a reranker's fold is the query tower's
+    fold of the same ``i/k``); every group of a query goes the same way (pure)."""
+    if fold is not None and holdout:
+        raise BadInput("--holdout and --fold each choose what is held out: give one")
+    if fold is None:
+        held = holdout_group if holdout else (lambda _qid: False)
+    else:
+        from plugin.lab.query_tower import fold_of
+
+        i, k = fold
+        if not 2 <= k <= 20 or not 0 <= i < k:
+            raise BadInput("--fold I/K needs 2 <= K <= 20 and 0 <= I < K")
+        held = lambda qid: fold_of(qid, k) == i  # noqa: E731
+    return [g for g in groups if not held(g.query_id)], [g for g in groups if held(g.query_id)]
+
+
 class PairScorer:
     """The cross-encoder as JAX functions: the frozen bottom (cached), the adapted top, the head."""
 
@@ -198,12 +217,15 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
 # -- the command ----------------------------------------------------------------------------------
 def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
-                        holdout: bool = False) -> dict[str, Any]:
+                        holdout: bool = False, fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
     write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/search/rerankers/``).
     With ``holdout`` the sha1-chosen slice of the training queries is kept out and its groups
     scored each epoch (MAP@5 of the positive among its group's hard negatives); nothing is
-    written then: it is how the options were chosen."""
+    written then: it is how the options were chosen. ``fold=(i, k)`` trains outside fold ``i`` of
+    ``k`` (``query_tower.fold_of``, sha1 of the query id), scores fold ``i`` each epoch, and writes
+    the adapter: its manifest lists what it saw, so scores on fold ``i`` are out-of-fold (for
+    choosing how its scores blend with the first stage's ranks)."""
     from datetime import datetime, timezone
     from pathlib import Path
 
@@ -217,8 +239,7 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     jax = load_jax()
     t_start = time.perf_counter()
     groups, meta = source.load(settings)
-    fit_groups = [g for g in groups if not (holdout and holdout_group(g.query_id))]
-    held_groups = [g for g in groups if holdout and holdout_group(g.query_id)]
+    fit_groups, held_groups = split_groups(groups, holdout=holdout, fold=fold)
     if not fit_groups:
         raise BadInput("no training groups left to fit on")
 
@@ -265,7 +286,9 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     manifest = {
         "base_model": settings.embedding_model, "kind": "cross-encoder-lora", "pooling": "mean",
         "layers": list(range(scorer.tower.first, shape.layers)), "max_length": options.max_length,
-        "dataset_name": meta.get("dataset_name"), "training_rule": meta.get("split_rule"),
+        "dataset_name": meta.get("dataset_name"),
+        "training_rule": (meta.get("split_rule") or "") + (
+            f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
         "first_stage": meta.get("first_stage"),
         "training_query_ids": sorted(train_ids, key=lambda s: (len(s), s)),
         # ``Matcher`` reranks only posts and fact-checks in these (``outside_languages``)

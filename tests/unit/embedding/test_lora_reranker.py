@@ -191,3 +191,25 @@ def test_training_languages_are_those_of_the_training_posts_and_their_fact_check
     assert training_languages(tmp_path, {"q1", "q2"}) == ["en", "es", "pt"]   # q3 never trained on
     assert training_languages(tmp_path / "gone", {"q1"}) == []                 # unknown: unrestricted
     assert training_languages(None, {"q1"}) == []
+
+
+def test_fold_and_holdout_split_groups_by_query_as_the_query_tower_does():
+    from plugin.errors import BadInput
+    from plugin.lab.query_tower import fold_of
+    from plugin.lab.reranker.groups import TrainingGroup
+    from plugin.lab.reranker.lora import holdout_group, split_groups
+
+    groups = [TrainingGroup(str(q), "post", f"fc{j}", ("neg",)) for q in range(40) for j in range(2)]
+    assert split_groups(groups) == (groups, [])
+    fit, held = split_groups(groups, holdout=True)
+    assert held and all(holdout_group(g.query_id) for g in held) and len(fit) + len(held) == 80
+    seen = []
+    for i in range(3):
+        fit, held = split_groups(groups, fold=(i, 3))
+        assert {fold_of(g.query_id, 3) for g in held} == {i} and i not in {fold_of(g.query_id, 3) for g in fit}
+        seen += held
+    assert sorted(seen, key=id) == sorted(groups, key=id)  # the folds cover every group once
+    with pytest.raises(BadInput, match="give one"):
+        split_groups(groups, holdout=True, fold=(0, 3))
+    with pytest.raises(BadInput, match="I/K"):
+        split_groups(groups, fold=(3, 3))
