@@ -90,6 +90,14 @@ def fold_of(query_id: str, folds: int) -> int:
     return int(hashlib.sha1(str(query_id).encode("utf-8")).hexdigest(), 16) % folds
 
 
+def check_fold(fold: tuple[int, int]) -> tuple[int, int]:
+    """``--fold I/K`` as given, or BadInput naming the valid range."""
+    i, k = fold
+    if not 2 <= k <= 20 or not 0 <= i < k:
+        raise BadInput("--fold I/K needs 2 <= K <= 20 and 0 <= I < K")
+    return i, k
+
+
 def holdout_digit(query_id: str) -> bool:
     """The held-out slice for ``--holdout``: sha1(id) starting with 5 or 6 (about 2 in 11 of
     CLEF-2020's training queries; digits 0-4 are the datasets' private holdout, not on disk)."""
@@ -306,9 +314,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
         raise BadInput(f"{dataset.name}: no training query has a relevant fact-check ({rule})")
     n_all = len([q for q in queries if not (holdout and holdout_digit(str(q["id"])))])
     if fold is not None:
-        i, k = fold
-        if not 2 <= k <= 20 or not 0 <= i < k:
-            raise BadInput("--fold I/K needs 2 <= K <= 20 and 0 <= I < K")
+        i, k = check_fold(fold)
         queries = [q for q in queries if fold_of(str(q["id"]), k) != i]
     fit_q = [q for q in queries if not (holdout and holdout_digit(str(q["id"])))]
     held_q = [q for q in queries if holdout and holdout_digit(str(q["id"]))]

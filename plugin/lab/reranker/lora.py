@@ -89,11 +89,9 @@ def split_groups(groups: Sequence[TrainingGroup], *, holdout: bool = False,
     if fold is None:
         held = holdout_group if holdout else (lambda _qid: False)
     else:
-        from plugin.lab.query_tower import fold_of
+        from plugin.lab.query_tower import check_fold, fold_of
 
-        i, k = fold
-        if not 2 <= k <= 20 or not 0 <= i < k:
-            raise BadInput("--fold I/K needs 2 <= K <= 20 and 0 <= I < K")
+        i, k = check_fold(fold)
         held = lambda qid: fold_of(qid, k) == i  # noqa: E731
     return [g for g in groups if not held(g.query_id)], [g for g in groups if held(g.query_id)]
 
