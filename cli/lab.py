@@ -280,6 +280,32 @@ def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def cmd_reranker_lora_pack(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.lora_pack import write_lora_pack
+
+    encoders = [x.strip() for x in args.query_encoders.split(",") if x.strip()]
+    dump(write_lora_pack(services.settings, _source(args), args.out,
+                         dataset_path=dataset_path(args.folds_dataset or args.dataset),
+                         encoders=encoders, config=args.config, top=args.top, negatives=args.negatives,
+                         max_length=args.max_length))
+    return 0
+
+
+def cmd_reranker_lora_import(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.lora_pack import import_adapter, sweep_report
+    from plugin.lab.reranker.prior import DEFAULT_PRIORS
+
+    folder = _existing("--from", args.source)
+    if args.name is None:
+        dump(sweep_report(folder, DEFAULT_PRIORS))
+        return 0
+    if args.groups is None and args.dataset is None:
+        raise BadInput("--name needs --groups FILE (or --dataset DIR): the int8 check scores its groups")
+    dump(import_adapter(services.settings, _source(args), folder, args.name, args.as_name or args.name,
+                        args.out))
+    return 0
+
+
 def _groups_from(sp: argparse.ArgumentParser) -> None:
     """``--dataset DIR`` (mined on the spot) or ``--groups FILE`` (written by ``mine``)."""
     source = sp.add_mutually_exclusive_group(required=True)
@@ -439,6 +465,32 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--config", default="factsieve", help="the first stage (its query_encoder is replaced per fold)")
     sp.add_argument("--top", type=int, default=10, help="candidates reranked, as the configuration's rerank.top")
     sp.add_argument("--priors", help="priors to score, e.g. 0,1,2 (default: 0 to 6)")
+
+    sp = add("lora-pack", cmd_reranker_lora_pack,
+             "write what scripts/train_lora_remote.py needs to train a sweep of LoRA rerankers on an "
+             "accelerator box: the pruned base model, the groups and each fold's first-stage candidates", steps)
+    _groups_from(sp)
+    sp.add_argument("--dataset-for-folds", dest="folds_dataset", type=Path, metavar="DIR",
+                    help=f"dataset the fold candidates come from (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--query-encoders", required=True, metavar="NAME,NAME,...",
+                    help="fold query towers (train-query-encoder --fold I/K), fold 0 first, in FACTSIEVE_QUERY_ADAPTER_DIR")
+    sp.add_argument("--config", default="factsieve", help="the first stage (its query_encoder is replaced per fold)")
+    sp.add_argument("--top", type=int, default=10, help="candidates per post, as the configuration's rerank.top")
+    sp.add_argument("--negatives", type=int, default=49, help="hard negatives per group kept in the pack")
+    sp.add_argument("--max-length", type=int, default=d2.max_length)
+    sp.add_argument("--out", type=Path, required=True, metavar="FILE", help="the pack to write (.npz)")
+
+    sp = add("lora-import", cmd_reranker_lora_import,
+             "read what scripts/train_lora_remote.py wrote: the sweep's out-of-fold scores, or (--name) "
+             "one adapter written as a committed reranker", steps)
+    sp.add_argument("--from", dest="source", type=Path, required=True, metavar="DIR")
+    sp.add_argument("--name", help="the sweep entry to import (without it: the sweep's report)")
+    sp.add_argument("--as", dest="as_name", metavar="NAME", help="the reranker's name (default: --name)")
+    sp.add_argument("--out", type=Path, help="folder to write to (default: the packaged plugin/search/rerankers/)")
+    source = sp.add_mutually_exclusive_group()
+    source.add_argument("--groups", type=Path, metavar="FILE", help="the groups the int8 check scores")
+    source.add_argument("--dataset", type=Path, metavar="DIR", help="or mine them from this dataset")
+    _first_stage(sp)
 
     sp = add("pack", cmd_reranker_pack,
              "write a torch-only training bundle for an accelerator box "

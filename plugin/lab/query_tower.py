@@ -76,12 +76,15 @@ class TowerOptions:
         return self
 
 
-def load_jax() -> Any:
+def load_jax(platform: str | None = "cpu") -> Any:
+    """JAX on ``platform`` (CPU here, where the project runs; ``None`` lets JAX take an
+    accelerator, as ``scripts/train_lora_remote.py`` does on a GPU box)."""
     try:
         import jax
     except ImportError as exc:
         raise ModelUnavailable(f"training a query tower needs JAX ({exc}): {TUNE_HINT}") from exc
-    jax.config.update("jax_platforms", "cpu")
+    if platform:
+        jax.config.update("jax_platforms", platform)
     return jax
 
 
@@ -180,10 +183,14 @@ class Tower:
         mean = (x * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
         return mean / jnp.maximum(jnp.linalg.norm(mean, axis=-1, keepdims=True), 1e-12)
 
-    # -- batching: widths padded to a multiple of 16, so a handful of shapes get compiled
+    # -- batching: widths padded to a multiple of 16, so a handful of shapes get compiled; with
+    # ``width`` set every batch has that width (one program: on a GPU compiling costs more than
+    # the padding)
+    width: int | None = None
+
     @staticmethod
-    def pad(rows: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        width = int(math.ceil(max(len(r) for r in rows) / 16) * 16)
+    def pad(rows: Sequence[np.ndarray], width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        width = max(width or 0, int(math.ceil(max(len(r) for r in rows) / 16) * 16))
         x = np.zeros((len(rows), width, rows[0].shape[-1]), np.float32)
         m = np.zeros((len(rows), width), np.float32)
         for i, r in enumerate(rows):
@@ -195,7 +202,7 @@ class Tower:
         out: list[np.ndarray] = []
         for start in range(0, len(token_ids), batch):
             chunk = token_ids[start:start + batch]
-            x, m = self.pad([self.embed_tokens(ids) for ids in chunk])
+            x, m = self.pad([self.embed_tokens(ids) for ids in chunk], self.width)
             y = np.asarray(self._bottom(x, m)) if self.first else x
             out += [y[j, :len(ids)] for j, ids in enumerate(chunk)]
         return out
@@ -203,7 +210,7 @@ class Tower:
     def encode(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
         parts = []
         for start in range(0, len(cached), batch):
-            x, m = self.pad(cached[start:start + batch])
+            x, m = self.pad(cached[start:start + batch], self.width)
             parts.append(np.asarray(self._top(params, x, m)))
         return np.concatenate(parts) if parts else np.zeros((0, self.shape.hidden), np.float32)
 

@@ -131,7 +131,7 @@ class PairScorer:
         out = np.empty(len(cached), np.float32)
         for start in range(0, len(cached), batch):
             idx = order[start:start + batch]
-            x, m = self.tower.pad([cached[i].astype(np.float32) for i in idx])
+            x, m = self.tower.pad([cached[i].astype(np.float32) for i in idx], self.tower.width)
             out[idx] = np.asarray(self._logits(params, x, m))
         return out
 
@@ -199,7 +199,7 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
         order = rng.permutation(usable)
         for start in range(0, len(order), per):
             rows = [c for g in order[start:start + per] for c in cached[g]]
-            x, m = scorer.tower.pad([r.astype(np.float32) for r in rows])
+            x, m = scorer.tower.pad([r.astype(np.float32) for r in rows], scorer.tower.width)
             loss, grads = grad_fn(params, x, m)
             step += 1
             lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))

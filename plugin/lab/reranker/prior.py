@@ -73,56 +73,88 @@ def prior_grid(heads: Sequence[Head], qrels: dict[str, set[str]], priors: Sequen
             "grid": rows, "best": best["rank_prior"]}
 
 
-def gather_heads(settings: Any, dataset_path: Path, *, config: str, rerankers: Sequence[str],
-                 encoders: Sequence[str], adapters: Path, top: int) -> tuple[list[Head], dict[str, Any]]:
-    """Run each fold's posts through the first stage with that fold's query tower and score its
-    top ``top`` with that fold's reranker. Fold ``i`` is the training posts reranker ``i`` did not
-    train on; a post tower ``i`` trained on is refused (it would not be out of fold)."""
+@dataclass(frozen=True)
+class Candidates:
+    """One post's first-stage ranking (by its fold's query tower) and the texts a reranker scores:
+    the normalised post and the passages of its top candidates."""
+
+    query_id: str
+    fold: int
+    ids: tuple[str, ...]
+    text: str
+    passages: tuple[str, ...]
+
+
+def fold_candidates(settings: Any, dataset_path: Path, *, config: str, folds: Sequence[tuple[str, set[str]]],
+                    top: int) -> tuple[list[Candidates], dict[str, Any]]:
+    """Rank each fold's posts through the first stage with that fold's query tower. ``folds`` is
+    ``[(query encoder, the training posts held out of fold i), ...]``; a held-out post the tower
+    trained on is refused (it would not be out of fold)."""
     from plugin.embedding import load_embedder
     from plugin.embedding.adapter import find_adapter
     from plugin.index.store import Store
     from plugin.lab.evaluate.run import ensure_dataset_index, load_dataset
     from plugin.models import Mode
-    from plugin.search.lora_reranker import build_lora_reranker, find_reranker_adapter
     from plugin.search.matcher import Matcher, MatchRequest
     from plugin.search.normalize import normalize_post
-    from plugin.search.rerank import OnnxCrossEncoder, passage
+    from plugin.search.rerank import passage
     from plugin.search.retrieval import get_config
 
-    if len(rerankers) != len(encoders) or len(rerankers) < 2:
-        raise BadInput("--rerankers and --query-encoders name the same folds, in the same order "
-                       "(at least two)")
     dataset = load_dataset(dataset_path)
     store, embedder = Store(settings), load_embedder(settings)
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
     base = get_config(config)
     train = {str(q["id"]): q for q in dataset.queries
              if q.get("split") == "train" and dataset.qrels["all"].get(str(q["id"]))}
-    heads: list[Head] = []
-    folds = []
-    for fold, (rname, ename) in enumerate(zip(rerankers, encoders)):
-        radapter = find_reranker_adapter(rname, adapters)
-        seen_r = {str(q) for q in radapter.manifest.get("training_query_ids", [])}
+    out: list[Candidates] = []
+    for fold, (ename, held) in enumerate(folds):
         seen_e = {str(q) for q in find_adapter(ename, settings.query_adapter_dir).manifest.get(
             "training_query_ids", [])}
-        held = [qid for qid in train if qid not in seen_r]
-        if not seen_r or any(qid in seen_e for qid in held):
-            raise BadInput(f"reranker {rname!r} and query encoder {ename!r} do not hold out the same "
-                           "posts: train both with the same --fold I/K")
-        folder = build_lora_reranker(settings, rname, folder=adapters)
-        reranker = OnnxCrossEncoder(folder, model_file=folder / "onnx" / "model.onnx",
-                                    max_seq_length=int(radapter.manifest.get("max_length", 128)),
-                                    activation="none")
+        if any(qid in seen_e for qid in held):
+            raise BadInput(f"query encoder {ename!r} trained on posts of fold {fold}: train the "
+                           "towers and the rerankers with the same --fold I/K")
         cfg = base.model_copy(update={"query_encoder": ename, "rerank": None})
         matcher = Matcher(store, embedder, settings, alias=alias, config=cfg)
-        for qid in held:
+        for qid in (q for q in train if q in held):
             q = train[qid]
             result = matcher.match(MatchRequest(text=q["text"], lang=q.get("lang"), mode=Mode.MONO,
                                                 k=max(top, 10)))
             text = normalize_post(q["text"]) or q["text"].strip()
-            logits = reranker.logits(text, [passage(m) for m in result.matches[:top]])
-            heads.append(Head(qid, fold, tuple(m["id"] for m in result.matches),
-                              tuple(float(x) for x in logits)))
-        folds.append({"reranker": rname, "query_encoder": ename, "posts": len(held)})
-    return heads, {"dataset": dataset.name, "config": config, "top": top, "folds": folds,
-                   "qrels": {h.query_id: dataset.qrels["all"][h.query_id] for h in heads}}
+            out.append(Candidates(qid, fold, tuple(m["id"] for m in result.matches), text,
+                                  tuple(passage(m) for m in result.matches[:top])))
+    return out, {"dataset": dataset.name, "config": config, "top": top,
+                 "qrels": {c.query_id: dataset.qrels["all"][c.query_id] for c in out}}
+
+
+def gather_heads(settings: Any, dataset_path: Path, *, config: str, rerankers: Sequence[str],
+                 encoders: Sequence[str], adapters: Path, top: int) -> tuple[list[Head], dict[str, Any]]:
+    """Each fold's posts (the training posts reranker ``i`` did not train on) ranked by the first
+    stage with fold ``i``'s query tower, their top ``top`` scored by fold ``i``'s reranker."""
+    from plugin.lab.evaluate.run import load_dataset
+    from plugin.search.lora_reranker import build_lora_reranker, find_reranker_adapter
+    from plugin.search.rerank import OnnxCrossEncoder
+
+    if len(rerankers) != len(encoders) or len(rerankers) < 2:
+        raise BadInput("--rerankers and --query-encoders name the same folds, in the same order "
+                       "(at least two)")
+    train = [str(q["id"]) for q in load_dataset(dataset_path).queries if q.get("split") == "train"]
+    radapters = [find_reranker_adapter(r, adapters) for r in rerankers]
+    folds = []
+    for rname, radapter, ename in zip(rerankers, radapters, encoders):
+        seen_r = {str(q) for q in radapter.manifest.get("training_query_ids", [])}
+        if not seen_r:
+            raise BadInput(f"reranker {rname!r} lists no training posts: train it with --fold I/K")
+        folds.append((ename, {qid for qid in train if qid not in seen_r}))
+    cands, meta = fold_candidates(settings, dataset_path, config=config, folds=folds, top=top)
+    heads: list[Head] = []
+    for fold, (rname, radapter) in enumerate(zip(rerankers, radapters)):
+        folder = build_lora_reranker(settings, rname, folder=adapters)
+        reranker = OnnxCrossEncoder(folder, model_file=folder / "onnx" / "model.onnx",
+                                    max_seq_length=int(radapter.manifest.get("max_length", 128)),
+                                    activation="none")
+        for c in (c for c in cands if c.fold == fold):
+            logits = reranker.logits(c.text, list(c.passages))
+            heads.append(Head(c.query_id, fold, c.ids, tuple(float(x) for x in logits)))
+    meta["folds"] = [{"reranker": r, "query_encoder": e, "posts": sum(h.fold == i for h in heads)}
+                     for i, (r, e) in enumerate(zip(rerankers, encoders))]
+    return heads, meta
