@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="JAX's persistent compilation cache: the folds of an entry reuse its programs")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    sweep = json.loads(Path(args.sweep).read_text() if Path(args.sweep).is_file() else args.sweep)
+    text = args.sweep if args.sweep.lstrip().startswith("[") else Path(args.sweep).read_text()
+    sweep = json.loads(text)
     if not isinstance(sweep, list) or not all(isinstance(e, dict) and e.get("name") for e in sweep):
         print("--sweep: expected a JSON list of objects, each with a name", file=sys.stderr)
         return 2
