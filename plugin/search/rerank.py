@@ -95,6 +95,10 @@ class OnnxCrossEncoder:
         self._output = [next((o for o in outputs if o.name == "logits"), outputs[0]).name]
         log.info("loaded cross-encoder %s (%s, max %d tokens, %d threads)", self.name,
                  model_path.name, self.max_seq_length, opts.intra_op_num_threads)
+        # one pair through the graph now: ONNX Runtime's first run allocates and plans, and a live
+        # matcher sizes its rerank budget from the first call's cost per pair (a cold first call
+        # measured ~900 ms a pair, and the budget then fitted no pair at all)
+        self.logits("warm-up", ["warm-up"])
 
     def logits(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Raw logits, one per passage, in input order (float32)."""
