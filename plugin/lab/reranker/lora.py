@@ -126,6 +126,15 @@ class PairScorer:
         """Hidden states below the adapted layers, one array per pair, kept in fp16."""
         return [c.astype(np.float16) for c in self.tower.cache(pairs, batch)]
 
+    def cache_groups(self, groups: Sequence[Sequence[Sequence[int]]]) -> list[list[np.ndarray]]:
+        """``cache`` over whole groups of pairs, regrouped (one batched pass over all their pairs)."""
+        flat = self.cache([p for g in groups for p in g])
+        out, i = [], 0
+        for g in groups:
+            out.append(flat[i:i + len(g)])
+            i += len(g)
+        return out
+
     def score(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
         order = np.argsort([-len(c) for c in cached], kind="stable")
         out = np.empty(len(cached), np.float32)
@@ -247,13 +256,7 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     scorer = PairScorer(jax, shape, weights, options)
 
     def cache(gs: Sequence[TrainingGroup]) -> list[list[np.ndarray]]:
-        ids = encode_pairs(tok, gs, options.negatives)
-        flat = scorer.cache([p for g in ids for p in g])
-        out_, i = [], 0
-        for g in ids:
-            out_.append(flat[i:i + len(g)])
-            i += len(g)
-        return out_
+        return scorer.cache_groups(encode_pairs(tok, gs, options.negatives))
 
     t0 = time.perf_counter()
     fit_cache, held_cache = cache(fit_groups), cache(held_groups)

@@ -180,11 +180,14 @@ def train_from_pack(jax: Any, pack: Path, out: Path, sweep: Sequence[dict[str, A
         size = 1 + options.negatives
         t0 = time.perf_counter()
         heads, histories = [], []
+        all_cached: list[list[np.ndarray]] = []
         for fold in [*range(k), None]:
             scorer = PairScorer(jax, shape, weights, options)
             scorer.tower.width = options.max_length if fixed_width else None
+            # the frozen layers' output is the same in every fold: computed once an entry
+            all_cached = all_cached or scorer.cache_groups([g[:size] for g in group_pairs])
             fit = [i for i, q in enumerate(qids) if fold is None or fold_of(q, k) != fold]
-            cached = cache_groups(scorer, [group_pairs[i][:size] for i in fit])
+            cached = [all_cached[i] for i in fit]
             history: list[dict[str, Any]] = []
             params = train(jax, scorer, cached, options,
                            lambda e, loss, info: history.append(
@@ -210,16 +213,6 @@ def train_from_pack(jax: Any, pack: Path, out: Path, sweep: Sequence[dict[str, A
         (out / "sweep.json").write_text(json.dumps(summary, indent=1) + "\n")
         log.info("%s: %.1f s", name, seconds)
     return summary
-
-
-def cache_groups(scorer: Any, groups: Sequence[Sequence[Sequence[int]]]) -> list[list[np.ndarray]]:
-    """``PairScorer.cache`` over whole groups, regrouped."""
-    flat = scorer.cache([p for g in groups for p in g])
-    out, i = [], 0
-    for g in groups:
-        out.append(flat[i:i + len(g)])
-        i += len(g)
-    return out
 
 
 def heads_from(path: Path) -> list[Any]:
