@@ -31,12 +31,14 @@ from plugin.search.retrieval import RetrievalConfig
 def labelled_matches(store: Any, embedder: Any, settings: Any, dataset: Dataset,
                      config: RetrievalConfig, *, mode: Mode, k: int = 10,
                      splits: Iterable[str] | None = None, exclude_splits: Iterable[str] = (),
-                     qrels: dict[str, set[str]] | None = None) -> dict[str, Any]:
+                     qrels: dict[str, set[str]] | None = None, reranker: Any = None) -> dict[str, Any]:
     """``{"x", "y", "lang", "queries"}``: each shown match's features, label and post language,
     from every query of ``qrels`` (default: all the dataset's) in ``splits`` (all when ``None``)
-    and not in ``exclude_splits``, run with and without its fact-checks in the index."""
+    and not in ``exclude_splits``, run with and without its fact-checks in the index
+    (reranked by ``reranker`` when the configuration reranks)."""
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
-    matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=config)
+    # with the configuration's reranker, if any, the matches are labelled in the order it shows them
+    matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=config, reranker=reranker)
     qrels = dataset.qrels["all"] if qrels is None else qrels
     wanted = set(splits) if splits is not None else None
     skip = set(exclude_splits)

@@ -373,10 +373,12 @@ class Matcher:
         return None
 
     def calibrator_for(self, cfg: RetrievalConfig) -> Calibrator | None:
-        """The configuration's packaged confidence model (``factsieve calibrate``), read once."""
-        if cfg.name not in self._calibrators:
-            self._calibrators[cfg.name] = load_calibrator(cfg.name)
-        return self._calibrators[cfg.name]
+        """The configuration's packaged confidence model (``factsieve calibrate``; the one
+        ``cfg.calibrator`` names, else its own), read once."""
+        name = cfg.calibrator or cfg.name
+        if name not in self._calibrators:
+            self._calibrators[name] = load_calibrator(name)
+        return self._calibrators[name]
 
     #: how long a matcher keeps the corpus's language centroids before reading them again
     CENTROIDS_TTL_S = 600.0

@@ -115,6 +115,9 @@ class RetrievalConfig(BaseModel):
     #: A query adapter (``plugin/search/encoders/<name>``) whose tuned tower embeds the post for
     #: the dense retrievers; fact-check vectors stay the base encoder's, so any index serves it.
     query_encoder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    #: whose packaged confidence model (``factsieve calibrate``) scores the matches: the
+    #: configuration's own by default; a reranking configuration names its first stage's
+    calibrator: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
     last_scores: list[RecordedScore] = Field(default_factory=list)
 
     @model_validator(mode="after")

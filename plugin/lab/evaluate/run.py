@@ -243,7 +243,8 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
             from plugin.lab.calibrate import calibration_report, labelled_matches
 
             for mname, m, qrels in modes:
-                data = labelled_matches(store, embedder, settings, dataset, cfg, mode=m, qrels=qrels)
+                data = labelled_matches(store, embedder, settings, dataset, cfg, mode=m, qrels=qrels,
+                                        reranker=matcher.reranker)
                 report = calibration_report(calibrator, data)
                 out["configs"][name][mname]["calibration"] = {
                     "ECE": report.get("ECE"), "ECE@1": (report.get("top1") or {}).get("ECE"),
