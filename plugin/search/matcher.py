@@ -207,6 +207,8 @@ class Matcher:
         #: the cross-encoder's measured cost of one pair (moving average), and the clock it is
         #: measured with
         self._pair_ms: float | None = None
+        #: live matches in a row whose budget fitted too few pairs (``REPROBE_AFTER``)
+        self._budget_skips = 0
         self.clock = time.perf_counter
 
     def _check_model(self) -> None:
@@ -313,7 +315,13 @@ class Matcher:
                 notes.append(f"the rerank budget of {req.rerank_budget_ms:g} ms fits fewer than "
                              f"{MIN_RERANK_PAIRS} pairs (~{self._pair_ms:.0f} ms a pair measured): "
                              "the matches are in fused (first-stage) order")
+                # a cost measured during a stall would otherwise turn reranking off for good:
+                # nothing is reranked, so nothing is measured again; forget it now and then
+                self._budget_skips += 1
+                if self._budget_skips >= REPROBE_AFTER:
+                    self._pair_ms, self._budget_skips = None, 0
             else:
+                self._budget_skips = 0
                 fused, rerank_scores = self._rerank(text, fused, cfg, pairs)
                 if pairs < min(cfg.rerank.top, len(fused)):
                     notes.append(f"reranked the top {pairs} of {cfg.rerank.top} within the "
@@ -471,6 +479,9 @@ class Matcher:
 MIN_RERANK_PAIRS = 2
 #: pairs a reranker is tried on before its cost is known
 PROBE_PAIRS = 2
+#: live matches in a row without a pair in the budget after which the measured cost is forgotten
+#: and the next match probes again
+REPROBE_AFTER = 20
 
 
 #: probabilities are clipped this far from 0 and 1 before their log-odds are taken

@@ -11,7 +11,7 @@ import pytest
 
 from plugin.embedding import rebuilt_model_dir
 from plugin.lab.build_e5 import BertShape
-from plugin.search.matcher import Matcher, MatchRequest
+from plugin.search.matcher import REPROBE_AFTER, Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.normalize import normalize_post
 from plugin.search.rerank import OnnxCrossEncoder, load_rerankers
@@ -130,5 +130,10 @@ def test_a_live_budget_reranks_what_fits_and_says_so(store, embedder, settings, 
     tight = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50))
     assert ce.calls[-1] == TOP and not tight.reranked  # 50 // 40 = 1 pair: not worth it
     assert "fits fewer than 2 pairs (~40 ms a pair measured)" in tight.notes[0]
+    # the cost is re-measured after REPROBE_AFTER such matches (a stall must not turn it off for good)
+    for _ in range(REPROBE_AFTER - 1):
+        assert not matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50)).reranked
+    probe = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50))
+    assert ce.calls[-1] == 2 and probe.reranked
     fused = Matcher(store, embedder, settings, alias=sample_alias, config=get_config("hybrid-rrf"))
     assert [m["id"] for m in tight.matches] == [m["id"] for m in fused.match(MatchRequest(text=text, k=10)).matches]
