@@ -114,3 +114,28 @@ def test_a_fixed_width_pads_every_batch_to_it():
     assert Tower.pad(rows)[0].shape == (2, 32, 3)
     x, m = Tower.pad(rows, 128)
     assert x.shape == (2, 128, 3) and m.sum(1).tolist() == [5.0, 20.0]
+
+
+def test_lora_import_reports_a_sweep_and_refuses_what_it_cannot_do(tmp_path: Path, capsys):
+    """The CLI edge: the report from a sweep folder; a missing folder and an import without the
+    groups its int8 check scores are clear errors with a non-zero exit."""
+    from cli.main import main
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+    qids = [str(i) for i in range(6)]
+    heads = [{"query_id": q, "fold": fold_of(q, 2), "ids": [f"{q}-0", f"{q}-1"], "logits": [0.0, 3.0]}
+             for q in qids]
+    (out / "heads-x.json").write_text(json.dumps(heads))
+    (out / "sweep.json").write_text(json.dumps({
+        "device": "cpu", "folds": 2, "qrels": {q: [f"{q}-1"] for q in qids},
+        "entries": [{"name": "x", "options": {}, "seconds": 1.0}]}))
+    assert main(["train-reranker", "lora-import", "--from", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [entry] = report["entries"]
+    # the reranker puts the relevant one first; a strong enough prior keeps the first stage's order
+    assert entry["grid"]["0.0"] == 1.0 and entry["first_stage"]["MAP@5"] == 0.5
+    assert main(["train-reranker", "lora-import", "--from", str(tmp_path / "nope")]) == 2
+    assert "--from" in capsys.readouterr().err
+    assert main(["train-reranker", "lora-import", "--from", str(out), "--name", "x"]) == 2
+    assert "--groups" in capsys.readouterr().err
