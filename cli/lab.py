@@ -260,20 +260,22 @@ def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def _names(value: str) -> list[str]:
+    """A comma-separated flag's items."""
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
 def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.prior import DEFAULT_PRIORS, gather_heads, prior_grid
 
-    def names(value: str) -> list[str]:
-        return [x.strip() for x in value.split(",") if x.strip()]
-
     try:
-        priors = [float(x) for x in names(args.priors)] if args.priors else list(DEFAULT_PRIORS)
+        priors = [float(x) for x in _names(args.priors)] if args.priors else list(DEFAULT_PRIORS)
     except ValueError:
         raise BadInput(f"--priors {args.priors!r}: expected numbers, e.g. 0,1,2") from None
     if args.top < 1 or any(p < 0 for p in priors):
         raise BadInput("--top must be >= 1 and every prior >= 0")
     heads, meta = gather_heads(services.settings, dataset_path(args.dataset), config=args.config,
-                               rerankers=names(args.rerankers), encoders=names(args.query_encoders),
+                               rerankers=_names(args.rerankers), encoders=_names(args.query_encoders),
                                adapters=_existing("--adapters", args.adapters), top=args.top)
     qrels = meta.pop("qrels")
     dump({**meta, **prior_grid(heads, qrels, priors)})
@@ -283,11 +285,10 @@ def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
 def cmd_reranker_lora_pack(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.lora_pack import write_lora_pack
 
-    encoders = [x.strip() for x in args.query_encoders.split(",") if x.strip()]
     dump(write_lora_pack(services.settings, _source(args), args.out,
                          dataset_path=dataset_path(args.folds_dataset or args.dataset),
-                         encoders=encoders, config=args.config, top=args.top, negatives=args.negatives,
-                         max_length=args.max_length))
+                         encoders=_names(args.query_encoders), config=args.config, top=args.top,
+                         negatives=args.negatives, max_length=args.max_length))
     return 0
 
 

@@ -45,6 +45,7 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
     print(f"configuration: {matcher.config.name}")
     posts = [json.loads(line) for line in (args.samples / "demo_posts.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
+
     def request(text: str) -> MatchRequest:
         return MatchRequest(text=text, k=args.k, rerank=True, rerank_budget_ms=settings.rerank_budget_ms)
 

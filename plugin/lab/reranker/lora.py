@@ -282,18 +282,9 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
         return result
     deltas = {k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params["lora"].items()}
     head = {k: np.asarray(v) for k, v in params["head"].items()}
-    train_ids = {g.query_id for g in fit_groups}
-    languages = training_languages(meta.get("dataset"), train_ids)
     manifest = {
-        "base_model": settings.embedding_model, "kind": "cross-encoder-lora", "pooling": "mean",
-        "layers": list(range(scorer.tower.first, shape.layers)), "max_length": options.max_length,
-        "dataset_name": meta.get("dataset_name"),
-        "training_rule": (meta.get("split_rule") or "") + (
-            f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
-        "first_stage": meta.get("first_stage"),
-        "training_query_ids": sorted(train_ids, key=lambda s: (len(s), s)),
-        # ``Matcher`` reranks only posts and fact-checks in these (``outside_languages``)
-        **({"languages": languages} if languages else {}),
+        **adapter_manifest(settings, meta, {g.query_id for g in fit_groups}, options.max_length, fold),
+        "layers": list(range(scorer.tower.first, shape.layers)),
         "options": asdict(options), "history": history, "seconds": seconds,
         "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     folder = Path(out) if out is not None else reranker_adapter_dir()
@@ -307,6 +298,22 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     path = save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
     result.update(path=str(path), bytes=path.stat().st_size, int8_check=check, int8=manifest["int8"])
     return result
+
+
+def adapter_manifest(settings: Any, meta: dict[str, Any], train_ids: set[str], max_length: int,
+                     fold: tuple[int, int] | None = None) -> dict[str, Any]:
+    """What a reranker adapter's manifest says of its base, its pairs and what it trained on
+    (``meta``: the groups' source's); the trainer adds its layers, options and history."""
+    languages = training_languages(meta.get("dataset"), train_ids)
+    return {
+        "base_model": settings.embedding_model, "kind": "cross-encoder-lora", "pooling": "mean",
+        "max_length": max_length, "dataset_name": meta.get("dataset_name"),
+        "training_rule": (meta.get("split_rule") or "") + (
+            f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
+        "first_stage": meta.get("first_stage"),
+        "training_query_ids": sorted(train_ids, key=lambda s: (len(s), s)),
+        # ``Matcher`` reranks only posts and fact-checks in these (``outside_languages``)
+        **({"languages": languages} if languages else {})}
 
 
 def training_languages(dataset: Any, query_ids: set[str]) -> list[str]:

@@ -71,7 +71,7 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import base_model_dir, read_base_weights
     from plugin.lab.query_tower import fold_of
-    from plugin.lab.reranker.lora import encode_pairs, training_languages
+    from plugin.lab.reranker.lora import adapter_manifest, encode_pairs
     from plugin.lab.reranker.prior import fold_candidates
 
     if len(encoders) < 2:
@@ -88,7 +88,6 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
     cands, cmeta = fold_candidates(settings, dataset_path, config=config, folds=folds, top=top)
     cand_pairs = [[e.ids for e in tok.encode_batch([(c.text, p) for p in c.passages])] for c in cands]
 
-    languages = training_languages(meta.get("dataset"), set(qids))
     header = {
         "shape": asdict(shape), "folds": k, "max_length": max_length,
         "negatives": negatives, "group_query_ids": qids,
@@ -96,12 +95,7 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
         "qrels": {q: sorted(v) for q, v in cmeta["qrels"].items()},
         "first_stage": {"config": config, "query_encoders": list(encoders), "top": top},
         # what ``train_lora_reranker`` writes in an adapter's manifest, the rest filled there
-        "manifest": {"base_model": settings.embedding_model, "kind": "cross-encoder-lora",
-                     "pooling": "mean", "max_length": max_length,
-                     "dataset_name": meta.get("dataset_name"), "training_rule": meta.get("split_rule") or "",
-                     "first_stage": meta.get("first_stage"),
-                     "training_query_ids": sorted(set(qids), key=lambda s: (len(s), s)),
-                     **({"languages": languages} if languages else {})}}
+        "manifest": adapter_manifest(settings, meta, set(qids), max_length)}
     dest = Path(dest)
     vocabulary = save_pack(dest, header, weights, group_pairs, cand_pairs)
     return {"path": str(dest), "bytes": dest.stat().st_size, "vocabulary": vocabulary,
@@ -247,8 +241,6 @@ def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: 
                    out: Path | None = None) -> dict[str, Any]:
     """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (default: the
     committed ``plugin/search/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
-    import shutil
-
     from plugin.embedding.adapter import load_adapter, save_adapter
     from plugin.lab.reranker.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
     from plugin.search.lora_reranker import reranker_adapter_dir
@@ -256,19 +248,13 @@ def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: 
     src = Path(folder)
     if not (src / f"{name}.npz").is_file():
         raise BadInput(f"no adapter {name!r} in {src}")
-    dest = Path(out) if out is not None else reranker_adapter_dir()
-    dest.mkdir(parents=True, exist_ok=True)
-    with __import__("tempfile").TemporaryDirectory() as tmp:
-        shutil.copy(src / f"{name}.npz", Path(tmp) / f"{target}.npz")
-        meta = json.loads((src / f"{name}.json").read_text())
-        meta["name"] = target
-        (Path(tmp) / f"{target}.json").write_text(json.dumps(meta, indent=2) + "\n")
-        adapter = load_adapter(target, Path(tmp))
-        groups, _meta = source.load(settings)
-        check = int8_agreement(settings, target, Path(tmp), groups[:CHECK_GROUPS])
-        manifest = {k: v for k, v in adapter.manifest.items()
-                    if k not in ("name", "scale", "rank", "weights", "whole")}
-        manifest.update(swept_as=name, int8=check["top1_agreement"] >= INT8_MIN_TOP1, int8_check=check)
-        deltas = {w: adapter.deltas[w] for w in adapter.deltas}
-        path = save_adapter(dest, target, deltas, adapter.scale, manifest, whole=adapter.arrays)
+    adapter = load_adapter(name, src)
+    groups, _meta = source.load(settings)
+    check = int8_agreement(settings, name, src, groups[:CHECK_GROUPS])
+    # save_adapter writes name, scale, rank and the weight lists itself
+    manifest = {k: v for k, v in adapter.manifest.items()
+                if k not in ("name", "scale", "rank", "weights", "whole")}
+    manifest.update(swept_as=name, int8=check["top1_agreement"] >= INT8_MIN_TOP1, int8_check=check)
+    path = save_adapter(Path(out) if out is not None else reranker_adapter_dir(), target, adapter.deltas,
+                        adapter.scale, manifest, whole=adapter.arrays)
     return {"path": str(path), "bytes": path.stat().st_size, "int8": manifest["int8"], "int8_check": check}
