@@ -216,7 +216,8 @@ def parse_origin(entry: str | Origin) -> Origin:
         return entry
     text = entry.strip()
     if "://" not in text:
-        example = f"http://{text}" if text.count(":") == 1 else f"http://{text or 'hooks.internal'}:8080"
+        host = text or "hooks.internal"
+        example = f"http://{host}" if host.count(":") == 1 else f"http://{host}:8080"
         raise BadInput(f"webhook allow-list entry {entry!r} is not an origin: write "
                        f"scheme://host:port, e.g. {example}, one per receiver "
                        "(FACTSIEVE_WEBHOOK_ALLOWED_HOSTS)")
