@@ -20,6 +20,7 @@ from plugin.errors import (BadInput, FactSieveError, Forbidden, InvalidRequest, 
 from plugin.ingest import Format, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
+from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
 from plugin.search.matcher import MatchRequest
 from plugin.service.handlers import verify_request
 from plugin.service.services import Services
@@ -361,11 +362,22 @@ def owned_webhook(webhook_id: str) -> str:
 
 @route("POST", "/v1/webhooks/<webhook_id>/secret", summary="Rotate a subscription's signing secret",
        tag="webhooks", scope=Scope.WRITE, response=s.WebhookCreated,
-       description="A new secret, returned only here. For 24 hours deliveries carry a signature "
-                   "with each secret (X-FactSieve-Signature: sha256=<new>,sha256=<old>), so the "
-                   "receiver can switch over; a signature matching either is valid.")
+       query=[{"name": "overlap_s", "in": "query", "required": False,
+               "description": "Seconds the replaced secret still signs deliveries; 0 revokes it "
+                              "at once (a leaked secret)",
+               "schema": {"type": "integer", "minimum": 0, "maximum": MAX_SECRET_OVERLAP_S,
+                          "default": SECRET_OVERLAP_S}}],
+       description="A new secret, returned only here. For `overlap_s` seconds (default 24 "
+                   "hours) deliveries carry a signature with each secret (X-FactSieve-Signature: "
+                   "sha256=<new>,sha256=<old>), so the receiver can switch over; a signature "
+                   "matching either is valid. `overlap_s=0` signs with the new secret alone "
+                   "from now on.")
 def rotate_webhook_secret(webhook_id: str) -> Response:
-    sub = services().webhooks.rotate_secret(owned_webhook(webhook_id))
+    raw = request.args.get("overlap_s", str(SECRET_OVERLAP_S))
+    if not (raw.isascii() and raw.isdigit()) or not 0 <= int(raw) <= MAX_SECRET_OVERLAP_S:
+        raise BadInput(f"overlap_s must be an integer from 0 to {MAX_SECRET_OVERLAP_S} "
+                       f"(seconds), got {raw[:40]!r}")
+    sub = services().webhooks.rotate_secret(owned_webhook(webhook_id), overlap_s=int(raw))
     return reply(s.WebhookCreated.model_validate(sub))
 
 

@@ -140,8 +140,11 @@ class Settings(BaseSettings):
     #: A task a dead worker held is handed to another after this long. Keep it above the task
     #: time limit and the longest webhook backoff, or live tasks get delivered twice.
     broker_visibility_timeout_s: int = Field(default=3600, ge=1)
-    #: Hosts (names or IPs, comma-separated) webhooks may target even though they resolve to
-    #: loopback, private or link-local addresses.
+    #: Origins (``scheme://host:port``, comma-separated; the port defaults to the scheme's)
+    #: webhooks may target even though they resolve to loopback, private or link-local
+    #: addresses. Scheme, host and port must all match: allowing a receiver opens nothing else
+    #: on its host. FactSieve's own OpenSearch, Redis and LLM endpoints are refused whatever
+    #: this says. Kept normalised (``http://hooks.internal:8080``); a bare host is an error.
     webhook_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
     webhook_timeout_s: float = Field(default=10.0, gt=0)
     webhook_max_attempts: int = Field(default=8, ge=1, le=50)
@@ -184,14 +187,38 @@ class Settings(BaseSettings):
     @classmethod
     def _split_hosts(cls, v: object) -> object:
         if isinstance(v, str):
-            return tuple(h.strip().lower() for h in v.split(",") if h.strip())
+            return tuple(h.strip() for h in v.split(",") if h.strip())
         return v
+
+    @field_validator("webhook_allowed_hosts")
+    @classmethod
+    def _origins(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # checked here so that a bare host fails at start-up, saying how to write it
+        from plugin.errors import BadInput
+        from plugin.service.outbound import parse_origin
+
+        try:
+            return tuple(dict.fromkeys(str(parse_origin(entry)) for entry in v))
+        except BadInput as exc:
+            raise ValueError(exc.detail) from None
 
     @field_validator("opensearch_url")
     @classmethod
     def _strip_slash(cls, v: str) -> str:
         # one URL, or a cluster's nodes comma-separated
         return ",".join(u.strip().rstrip("/") for u in v.split(",") if u.strip())
+
+    @property
+    def backend_urls(self) -> list[tuple[str, str, int]]:
+        """``(what, url, default port)`` of every service FactSieve itself talks to, the port
+        being the one its client uses when the URL names none: webhooks may never be sent to
+        any of them (``plugin.service.outbound.backends_of``). A new backend URL belongs here."""
+        out = [("OpenSearch", url, 443 if url.startswith("https:") else 9200)
+               for url in self.opensearch_url.split(",") if url]
+        out.append(("Redis", self.redis_url, 6379))
+        if self.llm_url:
+            out.append(("the LLM server", self.llm_url, 443 if self.llm_url.startswith("https:") else 80))
+        return out
 
     @property
     def model_cache_dir(self) -> Path:

@@ -208,7 +208,8 @@ def ensure_schemathesis() -> Path:
 
 def cmd_schemathesis(args: argparse.Namespace) -> dict:
     st = ensure_schemathesis()
-    dep = Deployment(args.workers, rate_limit_requests=10_000_000, webhook_allowed_hosts=("127.0.0.1",))
+    # no loopback origin allowed: generated webhook URLs must not reach anything on this machine
+    dep = Deployment(args.workers, rate_limit_requests=10_000_000)
     report = Path(tempfile.mkdtemp(prefix="factsieve-st-"))
     try:
         cmd = [str(st), "run", f"{dep.base}/openapi.json", "--header", f"Authorization: Bearer {dep.key}",

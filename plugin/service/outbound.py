@@ -1,8 +1,9 @@
 """Outbound HTTP to receivers we do not trust (webhooks): which addresses may be reached, and
 one POST to exactly the address that was checked, under one deadline, reading a bounded answer.
 
-Pure address rules first (``is_public_address``, ``check_target``), then the transport
-(``post``) on ``http.client``, which never decompresses and takes a socket we connected
+Pure address rules first (``is_public_address``, ``parse_origin``, ``check_target``), then the
+transport
+``post`` on ``http.client``, which never decompresses and takes a socket we connected
 ourselves: the Host header, the TLS server name and the certificate check use the URL's host
 while the connection goes to the checked IP, so a name with a zero TTL cannot pass the check
 with one address and connect to another.
@@ -14,6 +15,7 @@ import functools
 import http.client
 import io
 import ipaddress
+import logging
 import socket
 import ssl
 import time
@@ -22,9 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
 
 from plugin.errors import BackendError, BadInput
+
+log = logging.getLogger(__name__)
 
 #: At most this much of a receiver's response body is read: the status code is all a delivery
 #: needs, and a receiver must not be able to fill a worker's memory.
@@ -136,20 +140,41 @@ class Target:
         return host if self.port == (443 if self.scheme == "https" else 80) else f"{host}:{self.port}"
 
 
+#: The port a URL means when it names none.
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _port(parts: SplitResult, url: str) -> int | None:
+    """The URL's explicit port, or None. Only ASCII digits from 1 to 65535: port 0 is not "the
+    default" (``port or 80`` sent it there), and ``urlsplit`` accepted ``+80`` or `` 80`` before
+    Python 3.11.4, so the text is judged here rather than by whichever Python runs."""
+    hostport = parts.netloc.rpartition("@")[2]
+    text = hostport.partition("]")[2] if hostport.startswith("[") else hostport
+    if ":" not in text:
+        return None
+    raw = text.partition(":")[2]
+    if raw == "":
+        return None  # "host:" is the default port (RFC 3986, section 3.2.3)
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 65535:
+        raise BadInput(f"webhook URL {url!r} has port {raw!r}; a port is a number from 1 to 65535")
+    return int(raw)
+
+
 def _parse(url: str) -> tuple[str, str, int, str]:
     """``(scheme, host, port, path)`` of a webhook URL, or ``BadInput`` saying what is wrong."""
     try:
         parts = urlsplit(url)
-        port = parts.port
+        parts.port  # noqa: B018 - urlsplit's own checks (brackets, range) on the netloc
     except ValueError as exc:
         raise BadInput(f"webhook URL {url!r} is malformed: {exc}") from None
-    if parts.scheme not in ("http", "https"):
+    if parts.scheme not in DEFAULT_PORTS:
         raise BadInput(f"webhook URL {url!r} must be http or https")
     if not parts.hostname:
         raise BadInput(f"webhook URL {url!r} has no host")
     if parts.username is not None or parts.password is not None:
         raise BadInput(f"webhook URL for host {parts.hostname!r} must not carry credentials; "
                        "the signature authenticates deliveries")
+    port = _port(parts, url)
     host = parts.hostname.lower().rstrip(".")
     if not host.isascii():
         try:
@@ -160,7 +185,82 @@ def _parse(url: str) -> tuple[str, str, int, str]:
     path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
     if parts.query:
         path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=-._~?")
-    return parts.scheme, host, port or (443 if parts.scheme == "https" else 80), path
+    return parts.scheme, host, DEFAULT_PORTS[parts.scheme] if port is None else port, path
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a webhook may go although its host is not public: a scheme, a host and a port, all
+    three compared exactly (RFC 6454's origin), so allowing a receiver never opens the other
+    services on its host."""
+
+    scheme: str
+    host: str           # as ``_parse`` normalises it
+    port: int           # explicit, or the scheme's default
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def origin_of(url: str) -> Origin:
+    scheme, host, port, _ = _parse(url)
+    return Origin(scheme, host, port)
+
+
+def parse_origin(entry: str | Origin) -> Origin:
+    """An entry of ``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``: ``scheme://host[:port]`` (the port
+    defaults to the scheme's), else ``BadInput`` saying how to write it. A bare host once
+    allowed every port and path on it; it is refused, not widened to an origin by guessing."""
+    if isinstance(entry, Origin):
+        return entry
+    text = entry.strip()
+    if "://" not in text:
+        host = text or "hooks.internal"
+        example = f"http://{host}" if host.count(":") == 1 else f"http://{host}:8080"
+        raise BadInput(f"webhook allow-list entry {entry!r} is not an origin: write "
+                       f"scheme://host:port, e.g. {example}, one per receiver "
+                       "(FACTSIEVE_WEBHOOK_ALLOWED_HOSTS)")
+    try:
+        origin = origin_of(text)
+    except BadInput as exc:
+        raise BadInput(f"webhook allow-list entry {entry!r}: {exc.detail}") from None
+    parts = urlsplit(text)
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise BadInput(f"webhook allow-list entry {entry!r} has a path or query; an entry is "
+                       f"only scheme://host:port ({origin})")
+    return origin
+
+
+def parse_origins(entries: Iterable[str | Origin]) -> frozenset[Origin]:
+    return frozenset(parse_origin(e) for e in entries)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One of FactSieve's own services (an OpenSearch node, Redis, the LLM server): webhooks may
+    never reach it, whatever the allow-list says, since a signed POST into it is a write."""
+
+    what: str
+    host: str
+    port: int
+
+
+def backends_of(services: Iterable[tuple[str, str, int]]) -> tuple[Backend, ...]:
+    """``Backend``s of ``(what, url, default port)`` triples (``Settings.backend_urls``); a URL
+    without a scheme is read as ``host:port`` (opensearch-py allows it), one without a host (a
+    Unix socket) is skipped: no webhook reaches it."""
+    out = []
+    for what, url, default_port in services:
+        parts = urlsplit(url if "://" in url else "//" + url)
+        try:
+            port = parts.port
+        except ValueError:
+            continue  # the client cannot use it either
+        if parts.hostname:
+            out.append(Backend(what, parts.hostname.lower().rstrip("."),
+                               default_port if port is None else port))
+    return tuple(dict.fromkeys(out))
 
 
 def _literal(host: str) -> str | None:
@@ -170,33 +270,90 @@ def _literal(host: str) -> str | None:
         return None
 
 
-def check_target(url: str, allowed_hosts: Iterable[str] = (),
-                 resolve: Callable[[str], list[str]] = resolve_host) -> Target:
-    """Check ``url`` and resolve its host once: the ``Target`` to connect to, else ``BadInput``
-    saying why (``Unresolvable`` if the host does not resolve). A listed host is resolved but
-    not judged; an IP literal is not resolved at all."""
-    scheme, host, port, path = _parse(url)
+def _where(address: str) -> str:
+    """What a connection to ``address`` reaches, as one comparable name: "this host" for every
+    loopback and unspecified form (127.0.0.0/8, ::1, 0.0.0.0, ::, and their IPv4-mapped forms,
+    all of which land on a local listener), else the IPv4 address an IPv6 form translates to,
+    else the address itself."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.is_loopback or ip.is_unspecified:
+            return "this host"
+        translated, inner = embedded_ipv4(ip)
+        if translated:
+            ip = inner[0]
+    if ip.is_loopback or ip.is_unspecified:
+        return "this host"
+    return str(ip)
+
+
+def _addresses(host: str, resolve: Callable[[str], list[str]]) -> list[str]:
     literal = _literal(host)
-    addresses = [literal] if literal else resolve(host)
+    return [literal] if literal else resolve(host)
+
+
+def reached_backend(addresses: Iterable[str], port: int, backends: Iterable[Backend],
+                    resolve: Callable[[str], list[str]] = resolve_host) -> Backend | None:
+    """The backend a connection to ``addresses`` on ``port`` may reach, if any: same port, and an
+    address in common once both sides are resolved (a name for 127.0.0.1:9200 is still
+    OpenSearch). A backend whose name does not resolve now is not reachable through it now."""
+    where = {_where(a) for a in addresses}
+    for backend in backends:
+        if backend.port != port:
+            continue
+        try:
+            if where & {_where(a) for a in _addresses(backend.host, resolve)}:
+                return backend
+        except Unresolvable:
+            continue
+    return None
+
+
+def check_target(url: str, allowed: Iterable[str | Origin] = (),
+                 resolve: Callable[[str], list[str]] = resolve_host,
+                 backends: Iterable[Backend] = ()) -> Target:
+    """Check ``url`` and resolve its host once: the ``Target`` to connect to, else ``BadInput``
+    saying why (``Unresolvable`` if the host does not resolve). An allowed origin (scheme, host
+    and port exactly) is resolved but its addresses are not judged; an IP literal is not
+    resolved at all. Nothing reaches one of ``backends``, allowed or not.
+
+    Messages name the URL, never the addresses a name resolved to: they reach the client, and
+    the answer to "what does this internal name resolve to" is not the client's to have (the
+    server log has them)."""
+    scheme, host, port, path = _parse(url)
+    origin = Origin(scheme, host, port)
+    addresses = _addresses(host, resolve)
     if not addresses:
         raise Unresolvable(f"webhook host {host!r} does not resolve to any address")
-    if host not in {h.lower().rstrip(".") for h in allowed_hosts}:
-        for address in addresses:
-            if not is_public_address(address):
-                raise BadInput(f"webhook URL {url!r} resolves to {address}, a loopback, private "
-                               "or link-local address; list the host in "
-                               "FACTSIEVE_WEBHOOK_ALLOWED_HOSTS to allow it")
+    if origin not in parse_origins(allowed):
+        inside = [a for a in addresses if not is_public_address(a)]
+        if inside:
+            log.warning("webhook target %s refused: %s resolves to %s, not public",
+                        origin, host, ", ".join(inside))
+            raise BadInput(f"webhook URL {url!r} reaches a loopback, private or link-local "
+                           f"address; allow its origin {origin} in "
+                           "FACTSIEVE_WEBHOOK_ALLOWED_HOSTS to send there")
+    backend = reached_backend(addresses, port, backends, resolve)
+    if backend is not None:
+        log.warning("webhook target %s refused: %s resolves to %s, FactSieve's %s (%s:%s)",
+                    origin, host, ", ".join(addresses), backend.what, backend.host, backend.port)
+        raise BadInput(f"webhook URL {url!r} reaches one of FactSieve's own services "
+                       "(OpenSearch, Redis, the LLM server); webhooks may not be sent there")
     return Target(scheme, host, port, path, tuple(addresses))
 
 
-def check_url(url: str, allowed_hosts: Iterable[str] = (),
-              resolve: Callable[[str], list[str]] = resolve_host) -> str:
-    """Return ``url`` if webhooks may be sent to it, else raise ``BadInput`` saying why. A listed
-    host is not resolved, so it may be created before its name exists."""
-    _, host, _, _ = _parse(url)
-    if host in {h.lower().rstrip(".") for h in allowed_hosts}:
-        return url
-    check_target(url, (), resolve)
+def check_url(url: str, allowed: Iterable[str | Origin] = (),
+              resolve: Callable[[str], list[str]] = resolve_host,
+              backends: Iterable[Backend] = ()) -> str:
+    """Return ``url`` if webhooks may be sent to it, else raise ``BadInput`` saying why. An
+    allowed origin whose name does not resolve yet is accepted, so it may be created before its
+    name exists (every attempt checks it again)."""
+    allowed = parse_origins(allowed)
+    try:
+        check_target(url, allowed, resolve, backends)
+    except Unresolvable:
+        if origin_of(url) not in allowed:
+            raise
     return url
 
 
@@ -317,10 +474,14 @@ def post(target: Target, body: bytes, headers: Mapping[str, str], *, deadline_s:
             except TimeoutError:
                 raise
             except OSError as exc:
-                failures.append(f"{address}: {exc}")
+                failures.append((address, str(exc)))
         if sock is None:
+            # the log (readable by the subscriber) names the reasons, never the addresses
+            log.info("webhook to %s port %s: no connection (%s)", target.host, target.port,
+                     "; ".join(f"{a}: {why}" for a, why in failures))
+            reasons = "; ".join(dict.fromkeys(why for _, why in failures))
             raise DeliveryError(f"ConnectionError: cannot connect to {target.host} port "
-                                f"{target.port} ({'; '.join(failures)})")
+                                f"{target.port} ({reasons})")
         if target.scheme == "https":
             phase = "in the TLS handshake"
             sock.settimeout(deadline.left())  # do_handshake's timeout bounds the whole handshake

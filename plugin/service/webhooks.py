@@ -10,12 +10,13 @@ delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop th
 left by a worker killed between sending and recording.
 
 URLs are checked when a subscription is created *and* before every attempt (DNS may change):
-only http(s), no credentials, and no loopback, private, link-local or otherwise non-global
-address (IPv6 forms that embed such an IPv4 address included) unless the host is listed in
-``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``. The attempt then connects to exactly the address that was
-checked, so a name with a zero TTL cannot pass the check with one address and connect to
-another; the Host header, the TLS server name and the certificate check still use the URL's
-host. Redirects are not followed, since a redirect could point anywhere.
+only http(s), no credentials, a port from 1 to 65535, and no loopback, private, link-local or
+otherwise non-global address (IPv6 forms that embed such an IPv4 address included) unless the
+URL's origin (scheme, host and port, exactly) is listed in ``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``;
+never FactSieve's own OpenSearch, Redis or LLM endpoint, listed or not. The attempt then
+connects to exactly the address that was checked, so a name with a zero TTL cannot pass the
+check with one address and connect to another; the Host header, the TLS server name and the
+certificate check still use the URL's host. Redirects are not followed, since a redirect could point anywhere.
 
 Receivers are not trusted: one deadline covers connecting, sending and reading together, at
 most ``MAX_RESPONSE_BYTES`` of a body are read (and never decompressed), and a receiver that is
@@ -38,9 +39,9 @@ from plugin.errors import BadInput, InvalidRequest, NotFound
 # the transport and the address rules live in ``outbound``; re-exported here, where callers and
 # tests have always found them
 from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
-                                     DeliveryError, Reply, Target, Unresolvable, check_target,
-                                     check_url, is_public_address, post, resolve_host,
-                                     resolve_within)
+                                     DeliveryError, Origin, Reply, Target, Unresolvable,
+                                     backends_of, check_target, check_url, is_public_address,
+                                     parse_origins, post, resolve_host, resolve_within)
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
@@ -231,7 +232,8 @@ class WebhookStore:
                  resolve: Callable[[str], list[str]] = resolve_host) -> None:
         self.kv = kv
         self.settings = settings
-        self.allowed = settings.webhook_allowed_hosts
+        self.allowed = parse_origins(settings.webhook_allowed_hosts)
+        self.backends = backends_of(settings.backend_urls)
         self.transport: Transport = transport or post
         self.resolve = resolve
 
@@ -248,7 +250,7 @@ class WebhookStore:
 
         At most ``MAX_SUBSCRIPTIONS_PER_OWNER`` per owner: the id joins the owner's set first and
         leaves it again if that made too many, so two racing creates cannot both squeeze in."""
-        check_url(url, self.allowed, self.resolve)
+        check_url(url, self.allowed, self.resolve, self.backends)
         sub = {"id": "whk_" + secrets.token_hex(8), "url": url,
                "events": sorted({e.value for e in events}), "languages": languages,
                "min_score": min_score, "created_at": now_iso(),
@@ -421,7 +423,8 @@ class WebhookStore:
             deadline_s = self.settings.webhook_timeout_s
             try:
                 target = check_target(sub["url"], self.allowed,
-                                      lambda host: resolve_within(self.resolve, host, deadline_s))
+                                      lambda host: resolve_within(self.resolve, host, deadline_s),
+                                      self.backends)
             except Unresolvable as exc:
                 return self._record(rec, None, f"ConnectionError: {exc.detail}",
                                     (time.perf_counter() - t0) * 1e3)

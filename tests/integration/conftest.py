@@ -3,7 +3,8 @@
 Everything the session writes is namespaced by a random tag: Redis keys (and Celery queues)
 under ``fs-test-<tag>:``, the fact-check alias ``fs-test-api-<tag>`` and the jobs alias
 ``fs-test-jobs-<tag>``, all deleted at the end. Workers are real ``factsieve worker``
-subprocesses (solo pool) over the real Redis; webhooks go to a real HTTP server on 127.0.0.1.
+subprocesses (solo pool) over the real Redis; webhooks go to a real HTTP server on 127.0.0.1,
+whose origin (``http://127.0.0.1:<port>``) is the only loopback one a deployment allows.
 """
 from __future__ import annotations
 
@@ -32,10 +33,11 @@ LOCAL_LLM = "http://127.0.0.1:8089/v1"
 
 
 def namespaced(settings, tag: str, **extra: Any):
-    """Test settings: a private Redis namespace and indexes, fast retries, loopback webhooks."""
+    """Test settings: a private Redis namespace and indexes, fast retries, and no loopback
+    webhook origin allowed unless ``webhook_allowed_hosts`` names it (a receiver's ``origin``)."""
     return settings.model_copy(update={
         "redis_prefix": f"fs-test-{tag}", "index": f"fs-test-api-{tag}",
-        "jobs_index": f"fs-test-jobs-{tag}", "webhook_allowed_hosts": ("127.0.0.1",),
+        "jobs_index": f"fs-test-jobs-{tag}", "webhook_allowed_hosts": (),
         "webhook_timeout_s": 2.0, "webhook_max_attempts": 3, "webhook_backoff_s": 0.2,
         "webhook_backoff_max_s": 1.0, "broker_visibility_timeout_s": 4, "task_max_retries": 2,
         "task_time_limit_s": 120, "evidence_index": f"fs-test-ev-{tag}",
@@ -145,11 +147,13 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
+        #: what a deployment allows to reach this receiver: its origin, not all of 127.0.0.1
+        self.origin = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.origin}{path}"
 
     def received(self, path: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -169,8 +173,22 @@ def closed_port() -> int:
 
 # -- fixtures ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def api_settings(settings):
-    return namespaced(settings, uuid.uuid4().hex[:10])
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="session")
+def down_origin() -> str:
+    """An allowed origin nothing listens on: deliveries to it fail to connect."""
+    return f"http://127.0.0.1:{closed_port()}"
+
+
+@pytest.fixture(scope="session")
+def api_settings(settings, receiver, down_origin):
+    return namespaced(settings, uuid.uuid4().hex[:10],
+                      webhook_allowed_hosts=(receiver.origin, down_origin))
 
 
 @pytest.fixture(scope="session")
@@ -230,13 +248,6 @@ def worker(api_services, api_corpus, tmp_path_factory) -> Iterator[Worker]:
     w = Worker(api_services.settings, tmp_path_factory.mktemp("worker") / "worker.log")
     yield w
     w.stop()
-
-
-@pytest.fixture(scope="session")
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 def poll_job(client, headers, job_id: str, timeout: float = 60.0) -> dict[str, Any]:

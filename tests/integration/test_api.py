@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.integration.conftest import API_FACTCHECKS, problem_of
+from tests.integration.conftest import API_FACTCHECKS, closed_port, problem_of
 
 pytestmark = pytest.mark.integration
 
@@ -283,6 +283,94 @@ def test_webhook_urls_are_checked(client, auth, url, message):
     assert resp.status_code == 422
     body = problem_of(resp)
     assert message in body["detail"] and body["errors"][0]["field"] == "url"
+
+
+def test_an_allowed_origin_opens_its_own_port_only(client, auth, receiver, api_settings):
+    # the session allows exactly the receiver's origin (and a closed one): OpenSearch, Redis and
+    # the LLM on the same host, another port, another scheme or another name for it are refused
+    from plugin.service.outbound import backends_of
+
+    probe = f"fs-test-whk-probe-{uuid.uuid4().hex[:8]}"
+    urls = [f"http://{b.host}:{b.port}/{probe}/_doc/x" for b in backends_of(api_settings.backend_urls)]
+    urls += [f"http://127.0.0.1:{closed_port()}/hook", f"https://127.0.0.1:{receiver.port}/hook",
+             f"http://localhost:{receiver.port}/hook", f"http://[::1]:{receiver.port}/hook"]
+    assert any(":9200/" in u for u in urls) and any(":6379/" in u for u in urls)
+    for url in urls:
+        resp = client.post("/v1/webhooks", headers=auth, json={"url": url, "events": ["post.matched"]})
+        assert resp.status_code == 422, (url, resp.data)
+        assert problem_of(resp)["errors"][0]["field"] == "url"
+    resp = client.post("/v1/webhooks", headers=auth, json={"url": receiver.url("/origin"), "events": ["post.matched"],
+                                                           "languages": ["ko"], "min_score": 999.5})
+    assert resp.status_code == 201
+    client.delete(f"/v1/webhooks/{resp.get_json()['id']}", headers=auth)
+
+
+def _own_origins(settings) -> tuple[str, ...]:
+    """Every origin that reaches one of the deployment's own services, by name and by address."""
+    from plugin.service.outbound import backends_of
+
+    out = []
+    for b in backends_of(settings.backend_urls):
+        hosts = [b.host] + (["127.0.0.1", "localhost", "[::1]", "0.0.0.0"] if b.host in ("127.0.0.1", "localhost") else [])
+        out += [f"http://{h}:{b.port}" for h in hosts]
+    return tuple(dict.fromkeys(out))
+
+
+def test_own_services_are_refused_even_when_their_origins_are_allowed(api_settings, store, embedder, write_key):
+    from api import create_app
+    from plugin.service.services import Services
+
+    own = _own_origins(api_settings)
+    settings = api_settings.model_copy(update={"webhook_allowed_hosts": own})
+    client = create_app(settings, services=Services(settings, store=store, embedder=embedder)).test_client()
+    probe = f"fs-test-whk-probe-{uuid.uuid4().hex[:8]}"
+    for origin in own:
+        resp = client.post("/v1/webhooks", headers={"Authorization": f"Bearer {write_key}"},
+                           json={"url": f"{origin}/{probe}/_doc/x", "events": ["post.matched"]})
+        assert resp.status_code == 422, (origin, resp.data)
+        assert "FactSieve's own services" in problem_of(resp)["detail"]
+    assert not store.index_exists(probe)
+
+
+def test_a_delivery_never_reaches_opensearch_through_a_name_that_turned_into_it(api_services, api_settings):
+    # allowed, and public when subscribed; OpenSearch's address by the time the attempt comes
+    import socket
+
+    from plugin.service.outbound import backends_of
+    from plugin.service.webhooks import DeliveryStatus, Event, WebhookStore, resolve_host
+
+    node = next(b for b in backends_of(api_settings.backend_urls) if b.what == "OpenSearch")
+    answers = {"hooks.internal": ["93.184.216.34"]}
+    settings = api_settings.model_copy(
+        update={"webhook_allowed_hosts": (f"http://hooks.internal:{node.port}",)})
+    hooks = WebhookStore(api_services.kv, settings,
+                         resolve=lambda host: answers[host] if host in answers else resolve_host(host))
+    probe = f"fs-test-whk-probe-{uuid.uuid4().hex[:8]}"
+    sub = hooks.create(f"http://hooks.internal:{node.port}/{probe}/_doc/x", [Event.POST_MATCHED])
+    try:
+        did = hooks.plan(hooks._load(sub["id"]), Event.POST_MATCHED, {"post": {"id": "p"}}, "p")
+        answers["hooks.internal"] = [socket.gethostbyname(node.host)]
+        assert hooks.attempt(did).status is DeliveryStatus.FAILED
+        (attempt,) = hooks.delivery(did)["attempts"]
+        assert attempt["error"].startswith("refused: ") and "FactSieve's own services" in attempt["error"]
+        assert answers["hooks.internal"][0] not in attempt["error"]  # what the name resolved to
+        assert not api_services.store.index_exists(probe)
+    finally:
+        hooks.delete(sub["id"])
+        api_services.store.delete_index(probe)
+
+
+def test_secret_rotation_overlap_is_checked(client, auth, receiver):
+    sub = client.post("/v1/webhooks", headers=auth, json={
+        "url": receiver.url("/overlap"), "events": ["post.matched"], "languages": ["ko"], "min_score": 999.5}).get_json()
+    try:
+        for bad in ("-1", "abc", "2592001", "1e3", "\u0661"):
+            resp = client.post(f"/v1/webhooks/{sub['id']}/secret", query_string={"overlap_s": bad}, headers=auth)
+            assert resp.status_code == 400 and "overlap_s" in problem_of(resp)["detail"], bad
+        resp = client.post(f"/v1/webhooks/{sub['id']}/secret?overlap_s=0", headers=auth)
+        assert resp.status_code == 200 and resp.get_json()["secret"] != sub["secret"]
+    finally:
+        client.delete(f"/v1/webhooks/{sub['id']}", headers=auth)
 
 
 def test_webhook_validation(client, auth):

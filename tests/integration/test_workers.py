@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.integration.conftest import closed_port, poll_job, problem_of, wait_for
+from tests.integration.conftest import poll_job, problem_of, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -153,8 +153,25 @@ def test_retry_then_delivered(client, auth, worker, receiver, hooks):
     assert len(got) == 2 and len({r["headers"]["X-FactSieve-Delivery"] for r in got}) == 1
 
 
-def test_receiver_down_retries_then_fails(client, auth, worker, hooks):
-    sub = hooks(f"http://127.0.0.1:{closed_port()}/down")
+def test_rotation_without_overlap_signs_with_the_new_secret_only(client, auth, worker, receiver, hooks):
+    path = f"/rotated-{uuid.uuid4().hex[:8]}"
+    sub = hooks(receiver.url(path))
+    resp = client.post(f"/v1/webhooks/{sub['id']}/secret?overlap_s=0", headers=auth)
+    assert resp.status_code == 200
+    new = resp.get_json()["secret"]
+    post = {"id": f"rotated-{uuid.uuid4().hex[:8]}", "text": "honey never goes bad if sealed"}
+    client.post("/v1/posts", json=post, headers=auth)
+    got = wait_for(lambda: [r for r in receiver.received(path)
+                            if json.loads(r["body"])["data"]["post"]["id"] == post["id"]], what="the webhook")
+    headers, body = got[0]["headers"], got[0]["body"]
+    ts = headers["X-FactSieve-Timestamp"]
+    # one signature, the new secret's: the old one was revoked at once
+    assert headers["X-FactSieve-Signature"] == expected_signature(new, ts, body)
+    assert expected_signature(sub["secret"], ts, body) not in headers["X-FactSieve-Signature"]
+
+
+def test_receiver_down_retries_then_fails(client, auth, worker, hooks, down_origin):
+    sub = hooks(f"{down_origin}/down")
     post = {"id": f"down-{uuid.uuid4().hex[:8]}", "text": "lightning never hits the same spot twice"}
     client.post("/v1/posts", json=post, headers=auth)
     log = wait_for(lambda: [d for d in client.get(f"/v1/webhooks/{sub['id']}/deliveries", headers=auth)

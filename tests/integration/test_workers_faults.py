@@ -21,10 +21,11 @@ def deployment(settings, store, embedder, tmp_path):
     from api import create_app
     from plugin.service.services import Services
 
-    fault_settings = namespaced(settings, "kill-" + uuid.uuid4().hex[:8])
+    receiver = Receiver()
+    fault_settings = namespaced(settings, "kill-" + uuid.uuid4().hex[:8],
+                                webhook_allowed_hosts=(receiver.origin,))
     services = Services(fault_settings, store=store, embedder=embedder)
     app = create_app(fault_settings, services=services)
-    receiver = Receiver()
     yield app, services, receiver
     receiver.close()
     cleanup_deployment(fault_settings, store)

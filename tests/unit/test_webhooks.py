@@ -2,6 +2,7 @@
 Then the subscription store over an in-memory stand-in for Redis, and the transport against
 real HTTP(S) servers on 127.0.0.1 that misbehave (gzip bombs, drips, silence, huge headers)."""
 import gzip
+import ipaddress
 import shutil
 import ssl
 import subprocess
@@ -19,6 +20,7 @@ from plugin.service.webhooks import (MAX_RESPONSE_BYTES, MAX_SUBSCRIPTIONS_PER_O
                                      capacity_error, check_target, check_url, delivery_headers,
                                      delivery_id, is_public_address, post, rotated, sign,
                                      signature_header, signing_secrets, verify_signature, wants)
+from plugin.service.outbound import Backend, Origin, backends_of, origin_of, parse_origin, reached_backend
 from plugin.settings import Settings
 
 # HMAC-SHA256("whsec_test", '1700000000.{"a":1}'), from `openssl dgst -sha256 -hmac whsec_test`
@@ -103,25 +105,158 @@ RESOLVE = resolver({"hooks.example.org": ["93.184.216.34"], "internal.example.or
 @pytest.mark.parametrize("url, allowed, refusal", [
     ("https://hooks.example.org/fs", (), None),
     ("http://hooks.example.org:8443/fs?x=1", (), None),
-    ("https://internal.example.org/fs", (), "10.0.0.7"),
-    ("https://split.example.org/fs", (), "127.0.0.1"),          # one bad address is enough
+    ("https://internal.example.org/fs", (), "private"),
+    ("https://split.example.org/fs", (), "loopback"),           # one bad address is enough
     ("http://localhost:9000/", (), "loopback"),
-    ("http://localhost:9000/", ("localhost",), None),
-    ("http://LOCALHOST./", ("localhost",), None),
-    ("http://127.0.0.1:5000/", ("127.0.0.1",), None),
-    ("http://internal.example.org/", ("127.0.0.1",), "10.0.0.7"),
+    ("http://localhost:9000/", ("http://localhost:9000",), None),
+    ("http://LOCALHOST./", ("http://localhost",), None),        # the scheme's default port
+    ("http://localhost/", ("http://localhost:80",), None),
+    ("http://127.0.0.1:5000/", ("http://127.0.0.1:5000",), None),
+    ("http://internal.example.org/", ("http://127.0.0.1:80",), "private"),
+    # an allowed origin is scheme, host and port: nothing else on that host
+    ("http://localhost:9001/", ("http://localhost:9000",), "loopback"),
+    ("https://localhost:9000/", ("http://localhost:9000",), "loopback"),
+    ("http://localhost/", ("http://localhost:8080",), "loopback"),
+    ("http://127.0.0.1:5000/", ("http://localhost:5000",), "loopback"),
     ("ftp://hooks.example.org/", (), "http or https"),
     ("file:///etc/passwd", (), "http or https"),
     ("https:///nohost", (), "no host"),
     ("https://u:p@hooks.example.org/", (), "credentials"),
     ("https://hooks.example.org:99999/", (), "malformed"),
+    # port 0 used to mean "the default"; every port is 1 to 65535, written in ASCII digits
+    ("http://hooks.example.org:0/", (), "port '0'"),
+    ("http://localhost:0/", ("http://localhost:80",), "port '0'"),
+    ("http://hooks.example.org:00/", (), "port '00'"),
+    ("http://hooks.example.org:65536/", (), "malformed|port"),
+    ("http://hooks.example.org:+80/", (), "malformed|port"),
+    ("http://hooks.example.org: 80/", (), "malformed|port"),
+    ("http://hooks.example.org:-1/", (), "malformed|port"),
+    ("http://[2001:db8::1]:0/", (), "port '0'"),
 ])
 def test_check_url(url, allowed, refusal):
     if refusal is None:
         assert check_url(url, allowed, RESOLVE) == url
     else:
-        with pytest.raises(BadInput, match=refusal):
+        with pytest.raises(BadInput, match=refusal) as err:
             check_url(url, allowed, RESOLVE)
+        # the addresses a name resolves to are the server's to know, not the client's
+        assert not {"10.0.0.7", "127.0.0.1", "::1"} & set(err.value.detail.replace("'", " ").split())
+
+
+@pytest.mark.parametrize("url, port", [
+    ("http://hooks.example.org:/", 80),            # an empty port is the default (RFC 3986)
+    ("https://hooks.example.org/", 443),
+    ("http://hooks.example.org:080/", 80),
+    ("http://hooks.example.org:65535/", 65535),
+    ("http://hooks.example.org:1/", 1),
+    ("http://[2001:4860:4860::8888]:8080/", 8080),
+])
+def test_ports_in_range_are_kept(url, port):
+    assert check_target(url, (), lambda host: ["93.184.216.34"]).port == port
+
+
+@pytest.mark.parametrize("entry, origin", [
+    ("http://127.0.0.1:8080", Origin("http", "127.0.0.1", 8080)),
+    (" HTTP://Hooks.Internal.:8080/ ", Origin("http", "hooks.internal", 8080)),
+    ("https://hooks.internal", Origin("https", "hooks.internal", 443)),
+    ("http://[::1]:9000", Origin("http", "::1", 9000)),
+    ("http://bücher.internal:81", Origin("http", "xn--bcher-kva.internal", 81)),
+])
+def test_parse_origin(entry, origin):
+    assert parse_origin(entry) == origin
+    assert parse_origin(str(origin)) == origin  # its text is the normal form settings keep
+
+
+@pytest.mark.parametrize("entry, refusal", [
+    ("127.0.0.1", r"not an origin: write scheme://host:port, e\.g\. http://127\.0\.0\.1:8080"),
+    ("hooks.internal", "not an origin"),
+    ("localhost:8080", r"e\.g\. http://localhost:8080,"),
+    ("http://hooks.internal:8080/hook", "path or query"),
+    ("http://hooks.internal:8080?x=1", "path or query"),
+    ("ftp://hooks.internal:21", "http or https"),
+    ("http://hooks.internal:0", "port '0'"),
+    ("http://u:p@hooks.internal:8080", "credentials"),
+])
+def test_parse_origin_refusals(entry, refusal):
+    with pytest.raises(BadInput, match=refusal):
+        parse_origin(entry)
+
+
+def test_backends_of_reads_each_url_with_its_clients_default_port():
+    assert backends_of([("OpenSearch", "http://os1:9200", 9200), ("OpenSearch", "https://u:p@OS2.", 443),
+                        ("OpenSearch", "os3", 9200), ("Redis", "redis://:pw@127.0.0.1/0", 6379),
+                        ("Redis", "unix:///run/redis.sock", 6379), ("the LLM server", "http://llm/v1", 80),
+                        ("OpenSearch", "http://os1:9200", 9200)]) == (
+        Backend("OpenSearch", "os1", 9200), Backend("OpenSearch", "os2", 443),
+        Backend("OpenSearch", "os3", 9200), Backend("Redis", "127.0.0.1", 6379),
+        Backend("the LLM server", "llm", 80))
+
+
+def test_settings_name_every_backend():
+    settings = Settings(_env_file=None, opensearch_url="http://os1:9200, https://os2", llm_url="http://llm:8089/v1",
+                        redis_url="redis://cache:6380/1")
+    assert backends_of(settings.backend_urls) == (
+        Backend("OpenSearch", "os1", 9200), Backend("OpenSearch", "os2", 443),
+        Backend("Redis", "cache", 6380), Backend("the LLM server", "llm", 8089))
+
+
+def is_literal(host):
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+OWN = (Backend("OpenSearch", "127.0.0.1", 9200), Backend("Redis", "localhost", 6379),
+       Backend("OpenSearch", "opensearch-node", 9200), Backend("the LLM server", "llm.internal", 8089))
+OWN_RESOLVE = resolver({"localhost": ["127.0.0.1", "::1"], "opensearch-node": ["172.18.0.3"],
+                        "llm.internal": ["10.1.1.1"], "alias.example": ["127.0.0.1"],
+                        "public.example": ["93.184.216.34"], "node.alias": ["::ffff:172.18.0.3"]})
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9200/factchecks/_doc/x",
+    "http://localhost:9200/factchecks/_doc/x",
+    "http://alias.example:9200/x",               # a name that resolves to 127.0.0.1
+    "http://0.0.0.0:9200/x",
+    "http://[::1]:9200/x",
+    "http://[::]:9200/x",
+    "http://[::ffff:127.0.0.1]:9200/x",
+    "http://127.0.0.2:9200/x",                   # all of 127/8 is this host
+    "http://127.0.0.1:6379/",                    # Redis, named localhost in its URL
+    "http://[::1]:6379/",
+    "https://127.0.0.1:9200/x",                  # the scheme does not matter: the port does
+    "http://172.18.0.3:9200/x",                  # a node named in its URL, by its address
+    "http://node.alias:9200/x",
+    "http://10.1.1.1:8089/v1/chat/completions",
+])
+def test_own_services_are_refused_whatever_the_allow_list_says(url):
+    for allowed in ((), (str(origin_of(url)),)):
+        with pytest.raises(BadInput) as err:
+            check_url(url, allowed, OWN_RESOLVE, OWN)
+        if allowed:
+            assert "FactSieve's own services" in err.value.detail
+        if not is_literal(origin_of(url).host):  # a name: its addresses are not echoed
+            assert not any(a in err.value.detail for a in ("127.0.0.1", "172.18.0.3", "::"))
+
+
+@pytest.mark.parametrize("url, allowed", [
+    ("http://127.0.0.1:9201/x", ("http://127.0.0.1:9201",)),     # another port on the same host
+    ("http://172.18.0.3:8080/x", ("http://172.18.0.3:8080",)),
+    ("http://public.example:9200/x", ()),                          # OpenSearch's port elsewhere
+])
+def test_other_ports_and_hosts_are_not_backends(url, allowed):
+    assert check_url(url, allowed, OWN_RESOLVE, OWN) == url
+
+
+def test_a_backend_that_does_not_resolve_reaches_nothing():
+    def resolve(host):
+        if host == "gone.internal":
+            raise webhooks.Unresolvable("gone")
+        return ["127.0.0.1"]
+    assert reached_backend(["127.0.0.1"], 9200, [Backend("OpenSearch", "gone.internal", 9200)], resolve) is None
+    assert reached_backend(["127.0.0.1"], 9200, [Backend("OpenSearch", "x", 9200)], resolve).what == "OpenSearch"
 
 
 SUB = {"id": "whk_1", "events": ["post.matched"], "languages": ["en", "es"], "min_score": 0.02}
@@ -171,7 +306,7 @@ def once(addresses):
      Target("http", "hooks.example.org", 80, "/a%20b/%41/%C3%BC", ("93.184.216.34",))),
     ("https://bücher.example/x#frag", (), ["93.184.216.34"],
      Target("https", "xn--bcher-kva.example", 443, "/x", ("93.184.216.34",))),
-    ("http://localhost:9000/", ("localhost",), ["127.0.0.1", "::1"],      # listed: resolved, not judged
+    ("http://localhost:9000/", ("http://localhost:9000",), ["127.0.0.1", "::1"],  # listed: resolved, not judged
      Target("http", "localhost", 9000, "/", ("127.0.0.1", "::1"))),
 ])
 def test_check_target_pins_the_checked_addresses(url, allowed, addresses, expected):
@@ -191,15 +326,20 @@ def test_check_target_never_resolves_a_literal(url, address):
 
 
 @pytest.mark.parametrize("url, addresses, refusal", [
-    ("https://split.example.org/", ["93.184.216.34", "127.0.0.1"], "127.0.0.1"),
-    ("https://nat64.example.org/", ["64:ff9b::7f00:1"], "64:ff9b::7f00:1"),
-    ("http://[::ffff:127.0.0.1]/", None, "::ffff:7f00:1"),
-    ("http://[2002:a9fe:a9fe::]/", None, "2002:a9fe:a9fe::"),   # 6to4 of 169.254.169.254
+    ("https://split.example.org/", ["93.184.216.34", "127.0.0.1"], "loopback, private"),
+    ("https://nat64.example.org/", ["64:ff9b::7f00:1"], "loopback, private"),
+    ("http://[::ffff:127.0.0.1]/", None, "loopback, private"),
+    ("http://[2002:a9fe:a9fe::]/", None, "loopback, private"),   # 6to4 of 169.254.169.254
     ("http://nothing.example.org/", [], "does not resolve"),
 ])
-def test_check_target_refuses(url, addresses, refusal):
-    with pytest.raises(BadInput, match=refusal.replace(".", r"\.")):
+def test_check_target_refuses(url, addresses, refusal, caplog):
+    with pytest.raises(BadInput, match=refusal) as err:
         check_target(url, (), lambda host: addresses)
+    # the client learns that the URL is refused, not what the name resolves to (the log does)
+    for address in addresses or ():
+        assert address not in err.value.detail
+    if addresses:
+        assert addresses[-1] in caplog.text  # the one that is not public
 
 
 @pytest.mark.parametrize("target, header", [
@@ -408,6 +548,39 @@ def test_store_refuses_a_host_that_now_resolves_inside():
     assert store.delivery(did)["attempts"][0]["error"].startswith("refused: ")
 
 
+def test_store_refuses_at_delivery_a_listed_origin_that_now_reaches_a_backend():
+    # allowed, and a receiver when subscribed; OpenSearch's address when the attempt comes
+    answers = {"hooks.internal": ["10.9.9.9"], "127.0.0.1": ["127.0.0.1"]}
+    transport = Recorder()
+    store = make_store(transport, lambda host: answers[host],
+                       webhook_allowed_hosts=("http://hooks.internal:9200",),
+                       opensearch_url="http://127.0.0.1:9200")
+    _, did = planned(store, "http://hooks.internal:9200/factchecks/_doc/x")
+    answers["hooks.internal"] = ["127.0.0.1"]
+    assert store.attempt(did).status is DeliveryStatus.FAILED
+    assert transport.calls == []
+    error = store.delivery(did)["attempts"][0]["error"]
+    assert error.startswith("refused: ") and "FactSieve's own services" in error and "127.0.0.1" not in error
+
+
+def test_store_refuses_own_services_at_subscription():
+    store = make_store(resolve=lambda host: ["127.0.0.1"], opensearch_url="http://localhost:9200",
+                       webhook_allowed_hosts=("http://127.0.0.1:9200", "http://hooks.internal:9200",
+                                              "http://hooks.internal:6379", "http://hooks.internal:8080"))
+    for url in ("http://127.0.0.1:9200/factchecks/_doc/x", "http://hooks.internal:9200/x",
+                "http://hooks.internal:6379/"):
+        with pytest.raises(BadInput, match="FactSieve's own services"):
+            store.create(url, [Event.POST_MATCHED])
+    assert store.create("http://hooks.internal:8080/hook", [Event.POST_MATCHED])["id"]
+    assert store.list() and len(store.list()) == 1
+
+
+def test_store_refuses_an_allow_list_of_bare_hosts():
+    settings = Settings(_env_file=None).model_copy(update={"webhook_allowed_hosts": ("127.0.0.1",)})
+    with pytest.raises(BadInput, match="not an origin"):
+        WebhookStore(KV(settings, client=FakeRedis()), settings, Recorder())
+
+
 def test_store_retries_a_host_that_stops_resolving():
     def resolve(host):
         if resolve.down:
@@ -452,6 +625,18 @@ def test_rotate_secret_signs_with_both_until_the_overlap_ends():
     given = store.rotate_secret(sub["id"], secret="whsec_chosen_by_me", overlap_s=0)
     assert given["secret"] == "whsec_chosen_by_me" and "previous_secret_expires_at" not in given
     assert signing_secrets(store._load(sub["id"]), time.time()) == ["whsec_chosen_by_me"]
+
+
+def test_rotate_secret_without_overlap_revokes_the_old_secret_at_once():
+    transport = Recorder()
+    store = make_store(transport)
+    sub, did = planned(store)
+    out = store.rotate_secret(sub["id"], overlap_s=0)
+    store.attempt(did)
+    headers, body = transport.calls[0]["headers"], transport.calls[0]["body"]
+    ts, header = headers["X-FactSieve-Timestamp"], headers["X-FactSieve-Signature"]
+    assert header == sign(out["secret"], ts, body)
+    assert not verify_signature(sub["secret"], body, ts, header)
 
 
 def test_rotate_secret_refusals():
@@ -626,7 +811,8 @@ def send(target, deadline_s=5.0, **kw):
 def test_post_reaches_the_checked_address_with_the_original_host(serve):
     server = serve(ok)
     resolve = once(["127.0.0.1"])
-    target = check_target(f"http://hooks.invalid:{server.port}/hook?x=1", ("hooks.invalid",), resolve)
+    target = check_target(f"http://hooks.invalid:{server.port}/hook?x=1",
+                          (f"http://hooks.invalid:{server.port}",), resolve)
     reply = send(target)  # .invalid never resolves: only the pinned address can have been used
     assert reply == Reply(200, b"ok", True) and len(resolve.calls) == 1
     request = server.requests[0]
@@ -641,7 +827,7 @@ def test_localhost_is_resolved_once_and_keeps_its_host_header(serve):
     url = f"http://localhost:{server.port}/hook"
     with pytest.raises(BadInput, match="loopback"):
         check_target(url)
-    target = check_target(url, ("localhost",))  # the real resolver; ::1 (if first) is refused
+    target = check_target(url, (f"http://localhost:{server.port}",))  # the real resolver
     assert "127.0.0.1" in target.addresses
     assert send(target).status == 200
     assert server.requests[0]["headers"]["Host"] == f"localhost:{server.port}"
@@ -657,8 +843,10 @@ def test_post_reports_a_refused_connection(serve):
     server = serve(ok)
     port = server.port
     server.close()
-    with pytest.raises(DeliveryError, match=r"^ConnectionError: cannot connect to hooks\.invalid port"):
-        send(Target("http", "hooks.invalid", port, "/", ("127.0.0.1",)))
+    with pytest.raises(DeliveryError, match=r"^ConnectionError: cannot connect to hooks\.invalid port") as err:
+        send(Target("http", "hooks.invalid", port, "/", ("127.0.0.1", "127.0.0.3")))
+    # the delivery log is the subscriber's to read: the reason, never the addresses tried
+    assert "127.0.0" not in err.value.detail and "refused" in err.value.detail
 
 
 def test_gzip_bomb_is_never_decompressed(serve):
@@ -699,7 +887,7 @@ def test_response_headers_are_bounded(serve):
 def test_attempt_through_a_dripping_receiver_records_a_failure(serve):
     server = serve(drip(HEADERS_200, 50))
     store = make_store(post, lambda host: ["127.0.0.1"], webhook_timeout_s=0.5, webhook_max_attempts=1,
-                       webhook_allowed_hosts=("hooks.invalid",))
+                       webhook_allowed_hosts=(f"http://hooks.invalid:{server.port}",))
     _, did = planned(store, f"http://hooks.invalid:{server.port}/drip")
     t0 = time.monotonic()
     assert store.attempt(did).status is DeliveryStatus.FAILED
@@ -728,7 +916,8 @@ def certificate(tmp_path_factory):
 def test_https_to_the_checked_address_verifies_the_original_host(serve, certificate):
     server_tls, client_tls = certificate
     server = serve(ok, tls=server_tls)
-    target = check_target(f"https://hooks.test:{server.port}/tls", ("hooks.test",), once(["127.0.0.1"]))
+    target = check_target(f"https://hooks.test:{server.port}/tls", (f"https://hooks.test:{server.port}",),
+                          once(["127.0.0.1"]))
     assert send(target, tls=client_tls) == Reply(200, b"ok", True)
     assert server.sni == ["hooks.test"]
     assert server.requests[0]["headers"]["Host"] == f"hooks.test:{server.port}"

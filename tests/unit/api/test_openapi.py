@@ -70,3 +70,14 @@ def test_request_models_forbid_unknown_fields(spec):
     for name in ("MatchIn", "PostIn", "VerifyIn", "RerankIn", "WebhookIn"):
         assert schemas[name]["additionalProperties"] is False, name
     assert schemas["MatchIn"]["properties"]["k"]["maximum"] == 100
+
+
+def test_secret_rotation_documents_its_overlap(spec):
+    from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
+
+    op = spec["paths"]["/v1/webhooks/{webhook_id}/secret"]["post"]
+    (param,) = [p for p in op["parameters"] if p["name"] == "overlap_s"]
+    assert param["in"] == "query" and not param["required"]
+    assert param["schema"] == {"type": "integer", "minimum": 0, "maximum": MAX_SECRET_OVERLAP_S,
+                               "default": SECRET_OVERLAP_S}
+    assert "400" in op["responses"]  # an overlap out of range
