@@ -82,9 +82,9 @@ class UnsupportedContentType(BadInput):
 
 class ContentTooLarge(BadInput):
     """A request body (or what it would make) over a limit; the message names the limit and
-    the setting that raises it (413; RFC 9110's title)."""
+    the setting that raises it (413; werkzeug's title, the one its own 413 has)."""
 
-    status, title = 413, "Content Too Large"
+    status, title = 413, "Request Entity Too Large"
 
 
 class Conflict(FactSieveError):

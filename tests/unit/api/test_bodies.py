@@ -60,3 +60,18 @@ def test_read_body_whole_or_413_with_content_length_and_chunked(chunked):
         read_body(100, "FACTSIEVE_X")
     with _request(app, b"y" * 5000, chunked=chunked), pytest.raises(ContentTooLarge):
         read_body(100, "FACTSIEVE_X")
+
+
+def test_no_other_module_reads_a_request_body():
+    """The class of defect: a body read some other way skips the limit check. Only api/bodies.py
+    may touch the request's body."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    readers = re.compile(r"request\.(get_data|stream|data|json|get_json|form|files|values|input_stream)\b"
+                         r"|wsgi\.input\b")
+    offenders = [f"{path.relative_to(root)}:{n}" for top in ("api", "plugin", "workers", "cli")
+                 for path in sorted((root / top).rglob("*.py")) if path != root / "api" / "bodies.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if readers.search(line)]
+    assert offenders == []
