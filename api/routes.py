@@ -26,6 +26,7 @@ from plugin.service.handlers import verify_request
 from plugin.service.services import Services
 
 from api import schemas as s
+from api.bodies import read_body
 from api.openapi import Api, Operation
 from api.problems import problem, problem_response
 
@@ -81,11 +82,10 @@ def _is_json(mimetype: str) -> bool:
 
 
 def read_json(model: type[BaseModel]) -> BaseModel:
-    request.max_content_length = services().settings.max_json_bytes
     if not _is_json(request.mimetype):
         raise UnsupportedMediaType(f"send the body as application/json, not "
                                    f"{request.mimetype or 'no content type'!r}")
-    raw = request.get_data(cache=True)
+    raw = read_body(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
@@ -207,10 +207,9 @@ def _flag(name: str) -> bool:
                    "per-record report (422 when no record was accepted); larger ones become a job.")
 def ingest_factchecks() -> Response:
     svc = services()
-    request.max_content_length = svc.settings.max_request_bytes
     run_async = _flag("async")
     fmt = preflight.format_for(request.mimetype, request.args.get("format"))
-    data = request.get_data(cache=False)
+    data = read_body(svc.settings.max_request_bytes, "FACTSIEVE_MAX_REQUEST_BYTES")
     queue = run_async or len(data) > svc.settings.sync_ingest_max_bytes
     text = preflight.preflight(data, fmt, deep=queue)
     if queue:
@@ -224,30 +223,47 @@ def ingest_factchecks() -> Response:
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
 
-@route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines), streamed",
-       tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, errors=(409, 502),
+@route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines)",
+       tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, also={202: s.JobAccepted},
+       errors=(409, 502),
        raw_body={"required": True, "content": {"application/x-ndjson": {"schema": {
            "type": "string", "description": "one document per line: {url, title, text, published_at, "
                                             "lang} or AVeriTeC's {url, url2text: [sentences]}"}}}},
        query=[{"name": "claim_id", "in": "query", "required": False, "schema": {"type": "string"},
-               "description": "the claim whose knowledge store these documents are"}],
+               "description": "the claim whose knowledge store these documents are"},
+              {"name": "async", "in": "query", "required": False, "schema": {"type": "boolean"},
+               "description": "always run as a job (large bodies always do)"}],
        description="Documents are split into overlapping passages, embedded and indexed in the "
-                   "evidence alias as they are read (the body is never held whole); the report "
-                   "counts indexed / updated / rejected passages, with each reject's reason.")
+                   "evidence alias; the report counts indexed / updated / rejected passages, with "
+                   "each reject's reason (422 when no document is valid). The passage caps are "
+                   "checked on the whole body before anything is written: a document over the "
+                   "per-document cap is rejected, a body over the per-request cap is a 413. "
+                   "Bodies over the sync limit, or that make more passages than the sync "
+                   "passage limit, become a job (202).")
 def ingest_evidence_route() -> Response:
-    from plugin.evidence import ingest_evidence, parse
-
     svc = services()
-    request.max_content_length = svc.settings.max_request_bytes
+    settings = svc.settings
     if request.mimetype not in preflight.CONTENT_TYPES or preflight.CONTENT_TYPES[request.mimetype] is not Format.jsonl:
         raise UnsupportedContentType("send evidence as application/x-ndjson (one JSON document per line), "
                                      f"not {request.mimetype or 'no content type'!r}")
-    svc.ensure_evidence_index()
-    report = ingest_evidence(parse(request.stream, "body", claim_id=request.args.get("claim_id")),
-                             store=svc.store, embedder=svc.embedder, index=svc.settings.evidence_index,
-                             batch_size=svc.settings.embedding_batch_size)
-    if not (report.indexed or report.updated or report.rejected):
-        raise BadInput("the body holds no evidence documents")
+    run_async = _flag("async")
+    claim_id = request.args.get("claim_id")
+    data = read_body(settings.max_request_bytes, "FACTSIEVE_MAX_REQUEST_BYTES")
+    plan = svc.plan_evidence(data, claim_id)  # 400 / 413 / 422 now, before any write or job
+    if (run_async or len(data) > settings.sync_ingest_max_bytes
+            or plan.passages > settings.sync_evidence_max_passages):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"an evidence body run as a job must be UTF-8 text throughout (byte "
+                           f"{exc.start} is not)") from None
+        job, _ = svc.jobs.create(JobKind.EVIDENCE, {"name": "body", "bytes": len(data),
+                                                    "claim_id": claim_id, "documents": plan.documents,
+                                                    "passages": plan.passages},
+                                 body=text, tenant=g.api_key.tenant)
+        enqueue(JobKind.EVIDENCE, job["id"])
+        return accepted(job)
+    report = svc.ingest_evidence_body(data, claim_id)
     return reply(s.EvidenceReport.model_validate(report.to_dict()))
 
 

@@ -80,6 +80,13 @@ class UnsupportedContentType(BadInput):
     status, title = 415, "Unsupported Media Type"
 
 
+class ContentTooLarge(BadInput):
+    """A request body (or what it would make) over a limit; the message names the limit and
+    the setting that raises it (413; werkzeug's title, the one its own 413 has)."""
+
+    status, title = 413, "Request Entity Too Large"
+
+
 class Conflict(FactSieveError):
     """The request contradicts what an earlier one established (e.g. a reused post id)."""
 

@@ -119,8 +119,17 @@ class Settings(BaseSettings):
     #: Request body limits: fact-check uploads, and every other JSON body.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_json_bytes: int = Field(default=256 * 1024, ge=1024)
-    #: Fact-check bodies up to this size are ingested in the request; larger ones become a job.
+    #: Fact-check and evidence bodies up to this size are ingested in the request; larger ones
+    #: become a job.
     sync_ingest_max_bytes: int = Field(default=64 * 1024, ge=0)
+    #: An evidence body that splits into more passages than this becomes a job even when it is
+    #: small (64 KiB of one-line documents is ~2,000 passages: minutes of embedding on a CPU).
+    sync_evidence_max_passages: int = Field(default=200, ge=0)
+    #: Caps on what evidence ingestion makes, checked before anything is written: a document
+    #: that splits into more passages is rejected (listed in the report); a request (or job)
+    #: whose documents make more in all is refused whole (413).
+    max_passages_per_document: int = Field(default=1000, ge=1)
+    max_passages_per_request: int = Field(default=5000, ge=1)
     #: Alias of the OpenSearch index finished jobs are written to (``<jobs_index>-v1`` behind it).
     jobs_index: str = "factsieve-jobs"
     #: How long jobs, posts and delivery logs stay in Redis (finished jobs stay in OpenSearch).

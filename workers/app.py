@@ -21,10 +21,12 @@ log = logging.getLogger(__name__)
 QUEUES = ("match", "rerank", "verify", "ingest", "webhooks")
 #: job kind → task name; the API sends tasks by name and never imports the task code
 TASKS = {JobKind.POST: "factsieve.process_post", JobKind.VERIFY: "factsieve.verify",
-         JobKind.RERANK: "factsieve.rerank", JobKind.INGEST: "factsieve.ingest"}
+         JobKind.RERANK: "factsieve.rerank", JobKind.INGEST: "factsieve.ingest",
+         JobKind.EVIDENCE: "factsieve.ingest_evidence"}
 DELIVER = "factsieve.deliver_webhook"
 ROUTES = {TASKS[JobKind.POST]: "match", TASKS[JobKind.VERIFY]: "verify",
-          TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest", DELIVER: "webhooks"}
+          TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest",
+          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks"}
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

@@ -81,6 +81,11 @@ def ingest(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_ingest)
 
 
+@shared_task(bind=True, name="factsieve.ingest_evidence", max_retries=None)
+def ingest_evidence(self: Task, job_id: str) -> dict[str, Any]:
+    return _run(self, job_id, handlers.run_evidence)
+
+
 @shared_task(bind=True, name="factsieve.process_post", max_retries=None)
 def process_post(self: Task, job_id: str) -> dict[str, Any]:
     return _run(self, job_id, handlers.run_post, _delivery_sender(self))

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from plugin.embedding import Embedder
+from plugin.evidence.caps import document_cap_reason
 from plugin.evidence.formats import EvidenceDocument, to_document
 from plugin.evidence.passages import MAX_WORDS, OVERLAP_SENTENCES, embedding_text, split_document
 from plugin.evidence.urls import parent_domains, url_key
@@ -144,11 +145,14 @@ def remove_stale(store: Store, index: str, docs: dict[str, int]) -> int:
 def ingest_evidence(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, index: str,
                     batch_size: int = 64, refresh: bool = True, max_words: int = MAX_WORDS,
                     overlap: int = OVERLAP_SENTENCES,
-                    progress: Callable[[int], None] | None = None) -> EvidenceReport:
+                    progress: Callable[[int], None] | None = None,
+                    max_passages_per_document: int | None = None) -> EvidenceReport:
     """Ingest evidence records into ``index`` (an alias); returns the per-passage report.
 
     ``batch_size`` passages are embedded per call. The caller checks the embedding model against
-    the index first (``ensure_evidence_index``). ``progress`` is called with 1 per passage.
+    the index first (``ensure_evidence_index``). ``progress`` is called with 1 per passage. A
+    document of more than ``max_passages_per_document`` passages is rejected whole
+    (``plugin.evidence.caps``, which callers that must refuse a request before writing use first).
     """
     report = EvidenceReport()
     now = datetime.now(timezone.utc).isoformat()
@@ -163,8 +167,12 @@ def ingest_evidence(records: Iterable[RawRecord], *, store: Store, embedder: Emb
             if isinstance(doc, str):
                 report.reject(raw.ref, doc)
                 continue
-            report.documents += 1
             made = passage_docs(doc, raw.ref, now=now, max_words=max_words, overlap=overlap)
+            too_many = document_cap_reason(len(made), max_passages_per_document)
+            if too_many is not None:
+                report.reject(raw.ref, too_many)
+                continue
+            report.documents += 1
             tracker.add(doc.doc_id, len(made))
             yield from made
 

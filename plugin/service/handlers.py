@@ -87,6 +87,14 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     return services.ingest_factchecks(records).to_dict()
 
 
+def run_evidence(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+    """Ingest a queued evidence body. The passage caps are checked on the whole input before
+    anything is written (a refusal fails the job with its 413 or 422); passage ids are stable,
+    so a second run updates the same passages in place."""
+    data = services.jobs.body(job["id"]).encode("utf-8")
+    return services.ingest_evidence_body(data, job["input"].get("claim_id")).to_dict()
+
+
 def best_score(matches: list[dict[str, Any]]) -> float | None:
     """What a subscription's ``min_score`` is compared with: the best match's calibrated
     confidence (a probability), or its fused score under a configuration without a confidence

@@ -40,6 +40,7 @@ class JobKind(str, Enum):
     RERANK = "rerank"
     INGEST = "ingest"
     POST = "post"
+    EVIDENCE = "evidence"
 
 
 def now_iso() -> str:

@@ -148,6 +148,35 @@ class Services:
         return self._get("evidence_index", lambda: ensure_evidence_index(
             self.store, self.settings, self.embedder))
 
+    def plan_evidence(self, data: bytes, claim_id: str | None = None) -> Any:
+        """What a JSON Lines evidence body would make, under the passage caps; refuses it (413,
+        422, 400) before anything is written (``plugin.evidence.caps.plan_evidence``)."""
+        import io
+
+        from plugin.evidence import parse
+        from plugin.evidence.caps import plan_evidence
+
+        return plan_evidence(parse(io.BytesIO(data), "body", claim_id=claim_id),
+                             per_document=self.settings.max_passages_per_document,
+                             per_request=self.settings.max_passages_per_request)
+
+    def ingest_evidence_body(self, data: bytes, claim_id: str | None = None,
+                             progress: Any = None) -> Any:
+        """Ingest a JSON Lines evidence body (the API's synchronous path and the evidence job
+        both come here): the caps are checked on the whole body first, so a refused body writes
+        nothing; then its documents are embedded and indexed, each over the per-document cap
+        rejected in the report."""
+        import io
+
+        from plugin.evidence import ingest_evidence, parse
+
+        self.plan_evidence(data, claim_id)
+        self.ensure_evidence_index()
+        return ingest_evidence(parse(io.BytesIO(data), "body", claim_id=claim_id), store=self.store,
+                               embedder=self.embedder, index=self.settings.evidence_index,
+                               batch_size=self.settings.embedding_batch_size, progress=progress,
+                               max_passages_per_document=self.settings.max_passages_per_document)
+
     def evidence_retriever(self, max_per_url: int | None = None) -> Any:
         """Hybrid evidence search over the evidence alias, at most ``max_per_url`` passages of
         one page (the retriever's default when ``None``)."""

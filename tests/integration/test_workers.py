@@ -186,3 +186,44 @@ def test_receiver_down_retries_then_fails(client, auth, worker, hooks, down_orig
 def test_unknown_subscription_deliveries_404(client, auth):
     resp = client.get("/v1/webhooks/whk_nope/deliveries", headers=auth)
     assert resp.status_code == 404 and problem_of(resp)
+
+
+def evidence_passages(api_services, domain: str) -> int:
+    """Passages from ``domain`` in the session's evidence alias (0 when there is no alias yet)."""
+    alias = api_services.settings.evidence_index
+    if not api_services.store.alias_indices(alias):
+        return 0
+    api_services.store.refresh(alias)
+    found = api_services.store.search(alias, {"size": 0, "track_total_hits": True,
+                                              "query": {"term": {"domain": domain}}})
+    return found["hits"]["total"]["value"]
+
+
+def test_evidence_body_over_the_sync_limit_is_a_job_a_worker_completes(client, auth, worker, api_services):
+    domain = f"ev-{uuid.uuid4().hex[:8]}.example.org"
+    docs = [json.dumps({"url": f"https://{domain}/{i}", "title": "Glaciers",
+                        "text": f"Glacier {i} lost a tenth of its ice. It was measured in 2019."}) for i in range(3)]
+    # blank padding past the 64 KiB sync limit: a large body, a handful of passages
+    body = "\n".join(docs[:2] + [" " * (api_services.settings.sync_ingest_max_bytes + 10)] + docs[2:] + ["not json"])
+    resp = client.post("/v1/evidence", data=body.encode(), headers={**auth, "Content-Type": "application/x-ndjson"})
+    assert resp.status_code == 202, resp.data
+    job = poll_job(client, auth, resp.get_json()["job_id"])
+    assert job["status"] == "succeeded" and job["kind"] == "evidence", job
+    assert (job["result"]["documents"], job["result"]["indexed"], job["result"]["rejected"]) == (3, 3, 1)
+    assert evidence_passages(api_services, domain) == 3
+
+
+def test_evidence_job_over_the_passage_cap_fails_before_any_write(client, auth, worker, app, api_services):
+    """The job checks its input's caps itself (settings may have changed since it was queued)."""
+    from plugin.service.jobs import JobKind
+    from workers.app import TASKS
+
+    cap = api_services.settings.max_passages_per_request
+    domain = f"cap-{uuid.uuid4().hex[:8]}.example.org"
+    body = "\n".join(json.dumps({"url": f"https://{domain}/{i}", "text": "Ice melts."}) for i in range(cap + 1))
+    job, _ = api_services.jobs.create(JobKind.EVIDENCE, {"name": "body"}, body=body)
+    app.extensions["factsieve.celery"].send_task(TASKS[JobKind.EVIDENCE], args=[job["id"]], task_id=job["id"])
+    job = poll_job(client, auth, job["id"])
+    assert job["status"] == "failed" and job["error"]["status"] == 413, job
+    assert "FACTSIEVE_MAX_PASSAGES_PER_REQUEST" in job["error"]["detail"]
+    assert evidence_passages(api_services, domain) == 0

@@ -1,0 +1,52 @@
+"""Request bodies, read in one place and only whole.
+
+A body over its route's limit is a 413 naming the limit, whether the client sent
+``Content-Length`` or ``Transfer-Encoding: chunked``. The second is the trap: for a chunked body
+the WSGI server (gunicorn) sets ``wsgi.input_terminated`` and werkzeug wraps the input in a
+``LimitedStream`` that *ends quietly* at ``max_content_length`` (``readall`` returns what it read;
+only a further read raises), so ``request.get_data()`` handed back the first 16 MiB of a larger
+upload as if it were all of it. Here a body is read up to one byte past the limit, and that byte
+decides. Every route that reads a body comes through ``read_body``; nothing else touches
+``request.stream``, ``get_data``, ``data``, ``json``, ``form`` or ``files``.
+"""
+from __future__ import annotations
+
+from typing import IO
+
+from flask import request
+
+from plugin.errors import ContentTooLarge
+
+__all__ = ["read_body", "read_limited", "too_large"]
+
+_CHUNK = 64 * 1024
+
+
+def too_large(limit: int, setting: str) -> ContentTooLarge:
+    return ContentTooLarge(f"the request body is larger than this route's limit of {limit:,} bytes "
+                           f"({setting}); nothing was read as a whole or stored")
+
+
+def read_limited(stream: IO[bytes], limit: int, setting: str) -> bytes:
+    """All of ``stream`` when it holds at most ``limit`` bytes; otherwise ``ContentTooLarge``,
+    after reading ``limit + 1`` bytes and never more (the rest stays unread)."""
+    buf = bytearray()
+    while len(buf) <= limit:
+        chunk = stream.read(min(_CHUNK, limit + 1 - len(buf)))
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+    raise too_large(limit, setting)
+
+
+def read_body(limit: int, setting: str) -> bytes:
+    """The request's body, whole, when it is at most ``limit`` bytes; a 413 naming ``limit`` and
+    the ``setting`` that raises it otherwise (before a byte is read, when ``Content-Length``
+    already says so)."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large(limit, setting)
+    # werkzeug caps a chunked body's stream at max_content_length without an error at the cap:
+    # one byte more than ours lets read_limited see that the body goes on
+    request.max_content_length = limit + 1
+    return read_limited(request.stream, limit, setting)
