@@ -203,7 +203,10 @@ def _flag(name: str) -> bool:
        tag="fact-checks", scope=Scope.WRITE, raw_body=_INGEST_BODY, query=_INGEST_QUERY,
        response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
        description="Bodies up to the sync limit are ingested in the request and answered with the "
-                   "per-record report (422 when no record was accepted); larger ones become a job.")
+                   "per-record report (422 when no record was accepted); larger ones become a job. "
+                   "The corpus is shared: every tenant matches against all of it, but a record whose "
+                   "id another tenant ingested is rejected (only its owner or an admin key may "
+                   "update it); the rest of the batch is ingested.")
 def ingest_factchecks() -> Response:
     svc = services()
     request.max_content_length = svc.settings.max_request_bytes
@@ -214,11 +217,12 @@ def ingest_factchecks() -> Response:
     text = preflight.preflight(data, fmt, deep=queue)
     if queue:
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
-                                                  "bytes": len(data)}, body=text,
-                                 tenant=g.api_key.tenant)
+                                                  "bytes": len(data),
+                                                  "writer": g.api_key.writer.to_dict()},
+                                 body=text, tenant=g.api_key.tenant)
         enqueue(JobKind.INGEST, job["id"])
         return accepted(job)
-    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"))
+    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"), writer=g.api_key.writer)
     preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
@@ -232,7 +236,10 @@ def ingest_factchecks() -> Response:
                "description": "the claim whose knowledge store these documents are"}],
        description="Documents are split into overlapping passages, embedded and indexed in the "
                    "evidence alias as they are read (the body is never held whole); the report "
-                   "counts indexed / updated / rejected passages, with each reject's reason.")
+                   "counts indexed / updated / rejected passages, with each reject's reason. "
+                   "Evidence is shared like the fact-checks: a document another tenant ingested "
+                   "(same URL and claim) is rejected, not overwritten (its owner or an admin may "
+                   "update it).")
 def ingest_evidence_route() -> Response:
     from plugin.evidence import ingest_evidence, parse
 
@@ -244,7 +251,7 @@ def ingest_evidence_route() -> Response:
     svc.ensure_evidence_index()
     report = ingest_evidence(parse(request.stream, "body", claim_id=request.args.get("claim_id")),
                              store=svc.store, embedder=svc.embedder, index=svc.settings.evidence_index,
-                             batch_size=svc.settings.embedding_batch_size)
+                             batch_size=svc.settings.embedding_batch_size, writer=g.api_key.writer)
     if not (report.indexed or report.updated or report.rejected):
         raise BadInput("the body holds no evidence documents")
     return reply(s.EvidenceReport.model_validate(report.to_dict()))
@@ -258,10 +265,13 @@ def get_factcheck(fact_check_id: str) -> Response:
 
 
 @route("DELETE", "/v1/fact-checks/<path:fact_check_id>", summary="Delete a fact-check",
-       tag="fact-checks", scope=Scope.WRITE, status=204, errors=(502,))
+       tag="fact-checks", scope=Scope.WRITE, status=204, errors=(403, 404, 409, 502),
+       description="Only the tenant that ingested it (its owner) or an admin key may delete a "
+                   "fact-check; another tenant's is a 403 (the corpus is readable by all, so "
+                   "its existence is no secret). Fact-checks stored before owners were "
+                   "recorded belong to the tenant `default`.")
 def delete_factcheck(fact_check_id: str) -> Response:
-    svc = services()
-    svc.store.delete(svc.settings.index, fact_check_id)
+    services().delete_factcheck(fact_check_id, g.api_key.writer)
     return no_content()
 
 

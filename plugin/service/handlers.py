@@ -15,6 +15,7 @@ from typing import Any
 from plugin.ingest import Format, parse_bytes
 from plugin.search.matcher import MatchRequest
 from plugin.models import Mode
+from plugin.owners import Writer
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
@@ -84,7 +85,7 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
     data = services.jobs.body(job["id"]).encode("utf-8")
     records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
-    return services.ingest_factchecks(records).to_dict()
+    return services.ingest_factchecks(records, writer=Writer.of_job(job)).to_dict()
 
 
 def best_score(matches: list[dict[str, Any]]) -> float | None:

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BadInput, NotFound, RateLimited, Unauthorized
+from plugin.owners import DEFAULT_TENANT, Writer
 from plugin.service.kv import KV
 from plugin.settings import Settings
 
@@ -44,8 +45,6 @@ class Scope(str, Enum):
         return rank[self] >= rank[needed]
 
 
-#: The tenant of keys made before tenants existed, and of ``keys create`` without ``--tenant``.
-DEFAULT_TENANT = "default"
 TENANT = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,62}")
 
 
@@ -68,6 +67,11 @@ class ApiKey:
     def sees(self) -> str | None:
         """The tenant whose records this key may read and change; ``None`` (all) for admin."""
         return None if self.scope is Scope.ADMIN else self.tenant
+
+    @property
+    def writer(self) -> Writer:
+        """Who this key writes fact-checks and evidence as (``plugin.owners``)."""
+        return Writer(tenant=self.tenant, admin=self.scope is Scope.ADMIN)
 
 
 def hash_key(key: str) -> str:
