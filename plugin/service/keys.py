@@ -25,8 +25,9 @@ from plugin.settings import Settings
 
 class Scope(str, Enum):
     """``read`` may query (GET routes, match, verify, rerank); ``write`` may also change state
-    (its tenant's posts and webhooks, and the shared fact-check corpus); ``admin`` may do all of
-    that and sees every tenant's jobs, posts and webhooks."""
+    (its tenant's posts and webhooks, and its own documents of the shared fact-check and evidence
+    corpus: ``plugin.owners``); ``admin`` may do all of that and sees every tenant's jobs, posts
+    and webhooks, and changes every tenant's documents."""
 
     READ = "read"
     WRITE = "write"
