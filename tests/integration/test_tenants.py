@@ -281,3 +281,21 @@ def test_init_adds_the_owner_field_to_an_index_made_before_it(store, embedder, m
     assert "owner" not in store.mapping_properties(alias)
     assert install_index(store, spec) == f"{alias}-v1"
     assert store.mapping_properties(alias)["owner"] == {"type": "keyword"}
+
+
+def test_a_delete_checks_the_version_whose_owner_it_read(store, make_alias, embedder):
+    """``Services.delete_factcheck`` deletes on the version it checked: a document rewritten in
+    between (another owner now) is a 409, and nothing is deleted."""
+    from plugin.errors import Conflict
+    from plugin.index.templates import IndexSpec, ensure_index
+    from plugin.owners import existing
+
+    alias = make_alias()
+    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
+    doc = _fc("versioned", "False")
+    store.put(alias, doc["id"], {**doc, "owner": "a"})
+    read = existing(store.mget(alias, [doc["id"]], source=["owner"]))[doc["id"]]
+    store.put(alias, doc["id"], {**doc, "owner": "b"})
+    with pytest.raises(Conflict, match="changed while it was being deleted"):
+        store.delete(alias, doc["id"], if_seq_no=read.seq_no, if_primary_term=read.primary_term)
+    assert store.get(alias, doc["id"])["owner"] == "b"
