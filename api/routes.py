@@ -204,7 +204,10 @@ def _flag(name: str) -> bool:
        tag="fact-checks", scope=Scope.WRITE, raw_body=_INGEST_BODY, query=_INGEST_QUERY,
        response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
        description="Bodies up to the sync limit are ingested in the request and answered with the "
-                   "per-record report (422 when no record was accepted); larger ones become a job.")
+                   "per-record report (422 when no record was accepted); larger ones become a job. "
+                   "The corpus is shared: every tenant matches against all of it, but a record whose "
+                   "id another tenant ingested is rejected (only its owner or an admin key may "
+                   "update it); the rest of the batch is ingested.")
 def ingest_factchecks() -> Response:
     svc = services()
     run_async = _flag("async")
@@ -214,11 +217,12 @@ def ingest_factchecks() -> Response:
     text = preflight.preflight(data, fmt, deep=queue)
     if queue:
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
-                                                  "bytes": len(data)}, body=text,
-                                 tenant=g.api_key.tenant)
+                                                  "bytes": len(data),
+                                                  "writer": g.api_key.writer.to_dict()},
+                                 body=text, tenant=g.api_key.tenant)
         enqueue(JobKind.INGEST, job["id"])
         return accepted(job)
-    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"))
+    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"), writer=g.api_key.writer)
     preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
@@ -239,7 +243,9 @@ def ingest_factchecks() -> Response:
                    "checked on the whole body before anything is written: a document over the "
                    "per-document cap is rejected, a body over the per-request cap is a 413. "
                    "Bodies over the sync limit, or that make more passages than the sync "
-                   "passage limit, become a job (202).")
+                   "passage limit, become a job (202). Evidence is shared like the fact-checks: a "
+                   "document another tenant ingested (same URL and claim) is rejected, not "
+                   "overwritten (its owner or an admin may update it).")
 def ingest_evidence_route() -> Response:
     svc = services()
     settings = svc.settings
@@ -259,26 +265,35 @@ def ingest_evidence_route() -> Response:
                            f"{exc.start} is not)") from None
         job, _ = svc.jobs.create(JobKind.EVIDENCE, {"name": "body", "bytes": len(data),
                                                     "claim_id": claim_id, "documents": plan.documents,
-                                                    "passages": plan.passages},
+                                                    "passages": plan.passages,
+                                                    "writer": g.api_key.writer.to_dict()},
                                  body=text, tenant=g.api_key.tenant)
         enqueue(JobKind.EVIDENCE, job["id"])
         return accepted(job)
-    report = svc.ingest_evidence_body(data, claim_id)
+    report = svc.ingest_evidence_body(data, claim_id, writer=g.api_key.writer)
     return reply(s.EvidenceReport.model_validate(report.to_dict()))
 
 
 @route("GET", "/v1/fact-checks/<path:fact_check_id>", summary="One stored fact-check",
        tag="fact-checks", response=s.FactCheckOut, errors=(502,))
 def get_factcheck(fact_check_id: str) -> Response:
+    from plugin import owners
+
     svc = services()
-    return reply(s.FactCheckOut.model_validate(svc.store.get(svc.settings.index, fact_check_id)))
+    doc = dict(svc.store.get(svc.settings.index, fact_check_id))
+    if g.api_key.sees not in (None, owners.owner_of(doc)):
+        doc.pop(owners.FIELD, None)  # the corpus is shared; who wrote it is the owner's business
+    return reply(s.FactCheckOut.model_validate(doc))
 
 
 @route("DELETE", "/v1/fact-checks/<path:fact_check_id>", summary="Delete a fact-check",
-       tag="fact-checks", scope=Scope.WRITE, status=204, errors=(502,))
+       tag="fact-checks", scope=Scope.WRITE, status=204, errors=(403, 404, 409, 502),
+       description="Only the tenant that ingested it (its owner) or an admin key may delete a "
+                   "fact-check; another tenant's is a 403 (the corpus is readable by all, so "
+                   "its existence is no secret). Fact-checks stored before owners were "
+                   "recorded belong to the tenant `default`.")
 def delete_factcheck(fact_check_id: str) -> Response:
-    svc = services()
-    svc.store.delete(svc.settings.index, fact_check_id)
+    services().delete_factcheck(fact_check_id, g.api_key.writer)
     return no_content()
 
 

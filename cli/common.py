@@ -33,6 +33,22 @@ def dataset_path(given: Path | None, what: str = "") -> Path:
     return path
 
 
+def add_tenant_flag(parser: Any) -> None:
+    """``--tenant``: the tenant a write command acts for (``plugin.owners``)."""
+    parser.add_argument("--tenant", default="default",
+                        help="write as this tenant: its documents may be updated, another "
+                             "tenant's are rejected (default: default, the owner of documents "
+                             "stored before owners were recorded)")
+
+
+def writer_of(args: Any) -> Any:
+    """The ``Writer`` a command's ``--tenant`` names (checked like a key's tenant)."""
+    from plugin.owners import Writer
+    from plugin.service.keys import check_tenant
+
+    return Writer(tenant=check_tenant(args.tenant))
+
+
 def print_matches(result: Any, header: str | None = None) -> None:
     if header:
         print(header)

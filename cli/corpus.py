@@ -10,7 +10,7 @@ from typing import Any
 from plugin.errors import BadInput, ModelUnavailable
 from plugin.service.services import Services
 
-from cli.common import dump
+from cli.common import add_tenant_flag, dump, writer_of
 
 
 def cmd_init(args: argparse.Namespace, services: Services) -> int:
@@ -30,7 +30,8 @@ def cmd_ingest(args: argparse.Namespace, services: Services) -> int:
         bar = tqdm(unit="doc", desc="ingest", file=sys.stderr)
     try:
         report = services.ingest_factchecks(read_records(args.paths, fmt), batch_size=args.batch_size,
-                                            progress=bar.update if bar else None)
+                                            progress=bar.update if bar else None,
+                                            writer=writer_of(args))
     finally:
         if bar:
             bar.close()
@@ -130,6 +131,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--batch-size", type=int, default=None, help="embedding batch size")
     sp.add_argument("--strict", action="store_true", help="exit 1 when any record was rejected")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_tenant_flag(sp)
 
     model = sub.add_parser("model", help="embedding model commands").add_subparsers(
         dest="model_command", required=True, metavar="COMMAND")

@@ -12,7 +12,7 @@ from typing import Any
 
 from plugin.service.services import Services
 
-from cli.common import dump, parse_date
+from cli.common import add_tenant_flag, dump, parse_date, writer_of
 
 
 @contextmanager
@@ -37,7 +37,7 @@ def cmd_ingest_evidence(args: argparse.Namespace, services: Services) -> int:
                                  store=services.store, embedder=services.embedder,
                                  index=settings.evidence_index,
                                  batch_size=args.batch_size or settings.embedding_batch_size,
-                                 progress=progress)
+                                 progress=progress, writer=writer_of(args))
     dump(report.to_dict())
     return 1 if args.strict and report.rejected else 0
 
@@ -73,6 +73,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--batch-size", type=int, default=None, help="passages per embedding batch")
     sp.add_argument("--strict", action="store_true", help="exit 1 when anything was rejected")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_tenant_flag(sp)
 
     sp = add("evidence-search", cmd_evidence_search,
              "find evidence passages for a claim or question (hybrid BM25 + kNN)")

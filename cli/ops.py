@@ -82,7 +82,8 @@ def register(sub: Any, add: Any) -> None:
                     help="read (GET, match, verify, rerank), write (also posts, webhooks, the shared "
                          "fact-checks) or admin (also every tenant's records)")
     sp.add_argument("--tenant", default="default",
-                    help="the newsroom the key acts for: its jobs, posts and webhooks are its own")
+                    help="the newsroom the key acts for: its jobs, posts and webhooks are its own, "
+                         "and so are the fact-checks and evidence it ingests")
     add("list", cmd_keys_list, "list API keys (ids and names, never the keys)", keys)
     sp = add("revoke", cmd_keys_revoke, "revoke an API key by id", keys)
     sp.add_argument("id")

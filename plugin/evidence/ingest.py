@@ -24,6 +24,8 @@ from plugin.evidence.urls import parent_domains, url_key
 from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.store import Store
 from plugin.ingest.formats import RawRecord
+from plugin import owners
+from plugin.owners import DEFAULT_TENANT, Writer
 from plugin.ingest.pipeline import IngestReport
 from plugin.search.lang import detect_language
 
@@ -57,8 +59,9 @@ class PassageDoc:
 
 
 def passage_docs(doc: EvidenceDocument, ref: str, *, now: str, max_words: int = MAX_WORDS,
-                 overlap: int = OVERLAP_SENTENCES) -> list[PassageDoc]:
-    """The passages of one document as index documents (pure; no embedding yet)."""
+                 overlap: int = OVERLAP_SENTENCES, owner: str = DEFAULT_TENANT) -> list[PassageDoc]:
+    """The passages of one document as index documents (pure; no embedding yet), each recording
+    the document's ``owner``."""
     texts = split_document(doc.content, max_words=max_words, overlap=overlap)
     lang = doc.lang or detect_language(" ".join(texts)[:LANG_SAMPLE_CHARS])
     common: dict[str, Any] = {
@@ -66,7 +69,7 @@ def passage_docs(doc: EvidenceDocument, ref: str, *, now: str, max_words: int = 
         "published_at": doc.published_at.isoformat() if doc.published_at else None,
         "domain": doc.domain, "domains": parent_domains(doc.domain), "lang": lang,
         "source": doc.source, "claim_id": doc.claim_id, "extra": doc.extra or None,
-        "ingested_at": now}
+        "ingested_at": now, owners.FIELD: owner}
     common = {k: v for k, v in common.items() if v is not None}
     out = []
     for position, text in enumerate(texts):
@@ -146,8 +149,15 @@ def ingest_evidence(records: Iterable[RawRecord], *, store: Store, embedder: Emb
                     batch_size: int = 64, refresh: bool = True, max_words: int = MAX_WORDS,
                     overlap: int = OVERLAP_SENTENCES,
                     progress: Callable[[int], None] | None = None,
-                    max_passages_per_document: int | None = None) -> EvidenceReport:
-    """Ingest evidence records into ``index`` (an alias); returns the per-passage report.
+                    max_passages_per_document: int | None = None,
+                    writer: Writer = Writer()) -> EvidenceReport:
+    """Ingest evidence records into ``index`` (an alias) as ``writer``; returns the per-passage
+    report.
+
+    Owners (``plugin.owners``) are per document: its passages record the owner, and a document
+    whose first passage another tenant owns is rejected whole (one ``mget`` per ``batch_size``
+    documents), never overwritten. The check precedes the write: two tenants writing the same
+    new document at the same moment can both pass it, and the later write wins.
 
     ``batch_size`` passages are embedded per call. The caller checks the embedding model against
     the index first (``ensure_evidence_index``). ``progress`` is called with 1 per passage. A
@@ -161,20 +171,34 @@ def ingest_evidence(records: Iterable[RawRecord], *, store: Store, embedder: Emb
     #: page listed twice in one file sends one id twice; bulk answers in order)
     in_flight: dict[str, deque[tuple[str, str]]] = {}
 
-    def passages() -> Iterator[PassageDoc]:
+    def documents() -> Iterator[tuple[str, EvidenceDocument]]:
         for raw in records:
             doc = to_document(raw)
             if isinstance(doc, str):
                 report.reject(raw.ref, doc)
                 continue
-            made = passage_docs(doc, raw.ref, now=now, max_words=max_words, overlap=overlap)
-            too_many = document_cap_reason(len(made), max_passages_per_document)
-            if too_many is not None:
-                report.reject(raw.ref, too_many)
-                continue
-            report.documents += 1
-            tracker.add(doc.doc_id, len(made))
-            yield from made
+            yield raw.ref, doc
+
+    def passages() -> Iterator[PassageDoc]:
+        stream = documents()
+        while batch := list(itertools.islice(stream, batch_size)):
+            firsts = sorted({doc.passage_id(0) for _, doc in batch})
+            plans = owners.plan(firsts, owners.existing(
+                store.mget(index, firsts, source=[owners.FIELD])), writer)
+            for ref, doc in batch:
+                write = plans[doc.passage_id(0)]
+                if write is None:
+                    report.reject(ref, owners.refusal("evidence document", doc.doc_id))
+                    continue
+                made = passage_docs(doc, ref, now=now, max_words=max_words, overlap=overlap,
+                                    owner=write.owner)
+                too_many = document_cap_reason(len(made), max_passages_per_document)
+                if too_many is not None:
+                    report.reject(ref, too_many)
+                    continue
+                report.documents += 1
+                tracker.add(doc.doc_id, len(made))
+                yield from made
 
     def actions() -> Iterator[dict[str, Any]]:
         stream = passages()

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
-from plugin.errors import BackendError, BackendUnavailable, BadInput, NotFound
+from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, NotFound
 from plugin.settings import Settings, redact_url
 
 log = logging.getLogger(__name__)
@@ -222,13 +222,45 @@ class Store:
                            _source_excludes=["embedding"], ignore=[404])
         return found.get("_source") if found.get("found") else None
 
+    def mget(self, index: str, ids: list[str], *, source: list[str]) -> dict[str, dict[str, Any]]:
+        """The documents of ``ids`` that exist, ``{id: hit}`` with ``_source`` (only the fields
+        in ``source``), ``_seq_no`` and ``_primary_term``: one round trip for a batch, real-time
+        (documents indexed moments ago count, refreshed or not)."""
+        if not ids:
+            return {}
+        found = self._call(f"mget {index}", self.client.mget, index=index, body={"ids": ids},
+                           _source_includes=source or False)
+        out = {}
+        for doc in found["docs"]:
+            if "error" in doc:
+                err = doc["error"]
+                reason = err.get("reason") if isinstance(err, dict) else err
+                if isinstance(err, dict) and err.get("type") == "index_not_found_exception":
+                    raise NotFound(f"index {index!r} not found: run `factsieve init` first")
+                raise BackendError(f"OpenSearch could not read {doc.get('_id')} ({index}): {reason}")
+            if doc.get("found"):
+                out[str(doc["_id"])] = doc
+        return out
+
     def put(self, index: str, doc_id: str, body: dict[str, Any], *, refresh: bool | str = False) -> None:
         """Index (create or replace) one document."""
         self._call(f"index {doc_id}", self.client.index, index=index, id=doc_id, body=body,
                    refresh=refresh)
 
-    def delete(self, index: str, doc_id: str) -> None:
-        self._call(f"delete {doc_id}", self.client.delete, index=index, id=doc_id, refresh="wait_for")
+    def delete(self, index: str, doc_id: str, *, if_seq_no: int | None = None,
+               if_primary_term: int | None = None) -> None:
+        """Delete one document; with ``if_seq_no``/``if_primary_term``, only the version read
+        (another version: ``Conflict``, nothing deleted)."""
+        params = ({"if_seq_no": if_seq_no, "if_primary_term": if_primary_term}
+                  if if_seq_no is not None else {})
+        try:
+            self._call(f"delete {doc_id}", self.client.delete, index=index, id=doc_id,
+                       refresh="wait_for", **params)
+        except BackendError as exc:
+            if isinstance(exc.__cause__, osx.ConflictError):
+                raise Conflict(f"{doc_id} changed while it was being deleted; nothing was "
+                               f"deleted: try again") from exc
+            raise
 
     def search(self, index: str, body: dict[str, Any], *,
                search_pipeline: str | None = None) -> dict[str, Any]:

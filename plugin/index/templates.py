@@ -148,8 +148,23 @@ def install_index(store: Store, spec: IndexSpec) -> str:
                            f"versioned indexes behind an alias; choose another alias name "
                            f"(FACTSIEVE_INDEX, FACTSIEVE_EVIDENCE_INDEX)")
         index = create_version(store, spec, point_alias=True)
+    else:  # an index made by an older version gets the fields added since (``owner``)
+        wanted = template_properties(spec)
+        have = store.mapping_properties(index)
+        if missing := {name: body for name, body in wanted.items() if name not in have}:
+            store.put_mapping(index, {"properties": missing})
     check_model(store, spec.alias, spec.model, spec.dimension)
     return index
+
+
+def template_properties(spec: IndexSpec) -> dict[str, Any]:
+    """The top-level fields the templates map for ``spec``'s kind of index (pure): what an
+    index created now has, and an older one is given by ``install_index``."""
+    out: dict[str, Any] = {}
+    for path, body in template_bodies(spec).items():
+        if path.startswith("_component_template/"):
+            out.update(body["template"].get("mappings", {}).get("properties", {}))
+    return out
 
 
 def index_model(store: Store, alias: str) -> dict[str, Any]:

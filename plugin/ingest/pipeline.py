@@ -22,6 +22,8 @@ from plugin.models import FactCheck
 from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.store import Store
 from plugin.ingest.formats import RawRecord
+from plugin import owners
+from plugin.owners import Write, Writer
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +141,17 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, index: str,
            batch_size: int = 64, refresh: bool = True,
-           progress: Callable[[int], None] | None = None, embed_here: bool = True) -> IngestReport:
-    """Ingest parsed records into ``index`` (an alias); returns the per-record report.
+           progress: Callable[[int], None] | None = None, embed_here: bool = True,
+           writer: Writer = Writer()) -> IngestReport:
+    """Ingest parsed records into ``index`` (an alias) as ``writer``; returns the per-record report.
+
+    Owners (``plugin.owners``): each batch's ids are looked up in one ``mget``; a record whose id
+    another tenant owns is rejected, never written, and the batch goes on. New ids are written
+    with ``create`` and existing ones on the version read, so a document that changes hands
+    between the look-up and the write is not overwritten either (that record is rejected). An
+    id repeated in the input while its first copy is still in flight is written as that copy
+    decided, unconditionally: should the first copy lose such a race, the repeat would still
+    overwrite (the one window left).
 
     ``embed_here=False``: documents go without a vector, for the index's default ingest pipeline
     to embed with the hosted model (``Services.ingest_embeds_here`` decides). A document the
@@ -151,51 +162,82 @@ def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, in
     report = IngestReport()
     now = datetime.now(timezone.utc).isoformat()
     refs: dict[str, str] = {}
-    waiting: dict[str, FactCheck] = {}  # sent without a vector, no answer yet
-    retry: list[FactCheck] = []
+    waiting: dict[str, tuple[FactCheck, Write]] = {}  # sent without a vector, no answer yet
+    retry: list[tuple[FactCheck, Write]] = []
+    #: id -> [copies sent and not answered yet, how the first was written]
+    in_flight: dict[str, list[Any]] = {}
+
+    def allowed(batch: list[tuple[str, FactCheck]]) -> list[tuple[str, FactCheck, Write]]:
+        """The batch's records ``writer`` may write, with how; the others rejected."""
+        ask = sorted({fc.id for _, fc in batch if fc.id not in in_flight})
+        plans = owners.plan(ask, owners.existing(store.mget(index, ask, source=[owners.FIELD])), writer)
+        out = []
+        for ref, fc in batch:
+            if fc.id in in_flight:  # a repeat of a copy still in flight: written as it decided
+                write: Write | None = Write(owner=in_flight[fc.id][1].owner, condition={})
+            else:
+                write = plans[fc.id]
+            if write is None:
+                report.reject(ref, owners.refusal("fact-check", fc.id))
+                continue
+            in_flight.setdefault(fc.id, [0, write])[0] += 1
+            out.append((ref, fc, write))
+        return out
 
     def actions() -> Iterator[dict[str, Any]]:
         for batch in _batches(validate(records, report), batch_size):
+            writes = allowed(batch)
+            if not writes:
+                continue
             if embed_here:
-                vectors: Any = embed_factchecks(embedder, [fc for _, fc in batch])
+                vectors: Any = embed_factchecks(embedder, [fc for _, fc, _ in writes])
             else:
-                vectors = [None] * len(batch)
-            for (ref, fc), vec in zip(batch, vectors):
+                vectors = [None] * len(writes)
+            for (ref, fc, write), vec in zip(writes, vectors):
                 refs[fc.id] = ref
                 if vec is None:
-                    waiting[fc.id] = fc
-                yield _action(index, fc, vec, now)
+                    waiting[fc.id] = (fc, write)
+                yield _action(index, fc, vec, now, write)
 
     def record(results: Iterable[tuple[bool, dict[str, Any]]], *, second: bool) -> None:
         for ok, info in results:
-            item = info.get("index", {})
+            item = next(iter(info.values()), {}) if info else {}  # "index" or "create"
             doc_id = str(item.get("_id"))
-            fc = waiting.pop(doc_id, None)
+            sent = waiting.pop(doc_id, None)
             if ok and item.get("result") == "created":
                 report.indexed += 1
             elif ok:
                 report.updated += 1
-            elif fc is not None and not second:
-                retry.append(fc)
+            elif sent is not None and not second and item.get("status") != 409:
+                retry.append(sent)
                 continue
+            elif item.get("status") == 409:  # create or conditional write lost to another writer
+                report.reject(refs.get(doc_id, doc_id), owners.raced("fact-check", doc_id))
             else:
                 err = item.get("error", {})
                 reason = err.get("reason", str(err)) if isinstance(err, dict) else str(err)
                 report.reject(refs.get(doc_id, doc_id), f"OpenSearch rejected id {doc_id}: {reason}")
             refs.pop(doc_id, None)
+            flying = in_flight.get(doc_id)
+            if flying is not None:
+                flying[0] -= 1
+                if flying[0] <= 0:
+                    del in_flight[doc_id]
             if progress:
                 progress(1)
 
     record(store.bulk(actions(), chunk_size=max(batch_size, 100)), second=False)
     if retry:
         log.warning("the ingest pipeline failed on %d documents; embedding them here", len(retry))
-        vectors = embed_factchecks(embedder, retry)
-        again = (_action(index, fc, vec, now) for fc, vec in zip(retry, vectors))
+        vectors = embed_factchecks(embedder, [fc for fc, _ in retry])
+        again = (_action(index, fc, vec, now, write) for (fc, write), vec in zip(retry, vectors))
         record(store.bulk(again, chunk_size=max(batch_size, 100)), second=True)
     if refresh:
         store.refresh(index)
     return report
 
 
-def _action(index: str, fc: FactCheck, vector: Any | None, now: str) -> dict[str, Any]:
-    return {"_op_type": "index", "_index": index, "_id": fc.id, "_source": to_document(fc, vector, now)}
+def _action(index: str, fc: FactCheck, vector: Any | None, now: str, write: Write) -> dict[str, Any]:
+    """One bulk action: ``index`` unless ``write`` says ``create`` or a version to write on."""
+    source = {**to_document(fc, vector, now), owners.FIELD: write.owner}
+    return {"_op_type": "index", **write.condition, "_index": index, "_id": fc.id, "_source": source}

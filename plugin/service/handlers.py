@@ -15,6 +15,7 @@ from typing import Any
 from plugin.ingest import Format, parse_bytes
 from plugin.search.matcher import MatchRequest
 from plugin.models import Mode
+from plugin.owners import Writer
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
@@ -84,15 +85,16 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
     data = services.jobs.body(job["id"]).encode("utf-8")
     records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
-    return services.ingest_factchecks(records).to_dict()
+    return services.ingest_factchecks(records, writer=Writer.of_job(job)).to_dict()
 
 
 def run_evidence(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     """Ingest a queued evidence body. The passage caps are checked on the whole input before
     anything is written (a refusal fails the job with its 413 or 422); passage ids are stable,
-    so a second run updates the same passages in place."""
+    so a second run updates the same passages in place. The job's writer owns what it writes."""
     data = services.jobs.body(job["id"]).encode("utf-8")
-    return services.ingest_evidence_body(data, job["input"].get("claim_id")).to_dict()
+    return services.ingest_evidence_body(data, job["input"].get("claim_id"),
+                                         writer=Writer.of_job(job)).to_dict()
 
 
 def best_score(matches: list[dict[str, Any]]) -> float | None:

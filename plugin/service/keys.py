@@ -18,14 +18,16 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BadInput, NotFound, RateLimited, Unauthorized
+from plugin.owners import DEFAULT_TENANT, Writer
 from plugin.service.kv import KV
 from plugin.settings import Settings
 
 
 class Scope(str, Enum):
     """``read`` may query (GET routes, match, verify, rerank); ``write`` may also change state
-    (its tenant's posts and webhooks, and the shared fact-check corpus); ``admin`` may do all of
-    that and sees every tenant's jobs, posts and webhooks."""
+    (its tenant's posts and webhooks, and its own documents of the shared fact-check and evidence
+    corpus: ``plugin.owners``); ``admin`` may do all of that and sees every tenant's jobs, posts
+    and webhooks, and changes every tenant's documents."""
 
     READ = "read"
     WRITE = "write"
@@ -44,8 +46,6 @@ class Scope(str, Enum):
         return rank[self] >= rank[needed]
 
 
-#: The tenant of keys made before tenants existed, and of ``keys create`` without ``--tenant``.
-DEFAULT_TENANT = "default"
 TENANT = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,62}")
 
 
@@ -68,6 +68,11 @@ class ApiKey:
     def sees(self) -> str | None:
         """The tenant whose records this key may read and change; ``None`` (all) for admin."""
         return None if self.scope is Scope.ADMIN else self.tenant
+
+    @property
+    def writer(self) -> Writer:
+        """Who this key writes fact-checks and evidence as (``plugin.owners``)."""
+        return Writer(tenant=self.tenant, admin=self.scope is Scope.ADMIN)
 
 
 def hash_key(key: str) -> str:

@@ -11,7 +11,9 @@ import threading
 from typing import Any
 
 from plugin.embedding import Embedder
+from plugin import owners
 from plugin.errors import BadInput
+from plugin.owners import Writer
 from plugin.service.jobs import JobStore
 from plugin.service.keys import KeyStore
 from plugin.service.kv import KV
@@ -161,21 +163,24 @@ class Services:
                              per_request=self.settings.max_passages_per_request)
 
     def ingest_evidence_body(self, data: bytes, claim_id: str | None = None,
-                             progress: Any = None) -> Any:
+                             progress: Any = None, *, writer: Any = None) -> Any:
         """Ingest a JSON Lines evidence body (the API's synchronous path and the evidence job
         both come here): the caps are checked on the whole body first, so a refused body writes
         nothing; then its documents are embedded and indexed, each over the per-document cap
-        rejected in the report."""
+        rejected in the report. ``writer`` (``plugin.owners.Writer``; the default tenant when
+        ``None``) owns what is written: a document another tenant owns is rejected."""
         import io
 
         from plugin.evidence import ingest_evidence, parse
+        from plugin.owners import Writer
 
         self.plan_evidence(data, claim_id)
         self.ensure_evidence_index()
         return ingest_evidence(parse(io.BytesIO(data), "body", claim_id=claim_id), store=self.store,
                                embedder=self.embedder, index=self.settings.evidence_index,
                                batch_size=self.settings.embedding_batch_size, progress=progress,
-                               max_passages_per_document=self.settings.max_passages_per_document)
+                               max_passages_per_document=self.settings.max_passages_per_document,
+                               writer=writer or Writer())
 
     def evidence_retriever(self, max_per_url: int | None = None) -> Any:
         """Hybrid evidence search over the evidence alias, at most ``max_per_url`` passages of
@@ -251,15 +256,24 @@ class Services:
         return not ours
 
     def ingest_factchecks(self, records: Any, *, batch_size: int | None = None,
-                          progress: Any = None) -> Any:
-        """Fact-check records into the alias, with vectors computed where
-        ``ingest_embeds_here`` says (the CLI, the API and the ingest job all come here)."""
+                          progress: Any = None, writer: Writer = Writer()) -> Any:
+        """Fact-check records into the alias as ``writer`` (``plugin.owners``: another tenant's
+        ids are rejected), with vectors computed where ``ingest_embeds_here`` says (the CLI, the
+        API and the ingest job all come here)."""
         from plugin.ingest import ingest
 
         self.ensure_factcheck_index()
         return ingest(records, store=self.store, embedder=self.embedder, index=self.settings.index,
                       batch_size=batch_size or self.settings.embedding_batch_size,
-                      progress=progress, embed_here=self.ingest_embeds_here())
+                      progress=progress, embed_here=self.ingest_embeds_here(), writer=writer)
+
+    def delete_factcheck(self, doc_id: str, writer: Writer) -> None:
+        """Delete one fact-check: its owner's or an admin's to delete (``owners.check_delete``),
+        and only the version whose owner was checked."""
+        index = self.settings.index
+        have = owners.existing(self.store.mget(index, [doc_id], source=[owners.FIELD])).get(doc_id)
+        have = owners.check_delete("fact-check", doc_id, have, writer)
+        self.store.delete(index, doc_id, if_seq_no=have.seq_no, if_primary_term=have.primary_term)
 
     def host_model(self) -> dict[str, Any] | None:
         """What tools that talk to OpenSearch directly need, set up by ``factsieve init``: the

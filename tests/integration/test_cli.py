@@ -67,6 +67,20 @@ def test_ingest_claimreview_and_bad_records(capsys, cli_alias, embedder, tmp_pat
     assert code == 1
 
 
+def test_ingest_writes_as_its_tenant(capsys, cli_alias, embedder, tmp_path):
+    """Issue 21: the CLI writes as ``--tenant`` (default ``default``) under the owner rule."""
+    rows = tmp_path / "owned.jsonl"
+    rows.write_text(json.dumps({"id": "cli-owned", "claim": "A tenant's own claim about dams"}) + "\n",
+                    encoding="utf-8")
+    assert run(capsys, "ingest", "-q", "--tenant", "a", str(rows))[0] == 0
+    code, out, _ = run(capsys, "ingest", "-q", "--strict", str(rows))
+    assert code == 1 and "cli-owned belongs to another tenant" in json.loads(out)["rejects"][0]["reason"]
+    code, out, _ = run(capsys, "ingest", "-q", "--tenant", "a", str(rows))
+    assert code == 0 and json.loads(out)["updated"] == 1
+    code, _, err = run(capsys, "ingest", "-q", "--tenant", "Not A Tenant", str(rows))
+    assert code == 2 and "invalid tenant" in err
+
+
 @pytest.mark.parametrize("argv, code, message", [
     (["match", "   "], 2, "text is empty"),
     (["match", "x", "--mode", "both"], 2, "valid modes: mono, cross, auto"),

@@ -73,3 +73,14 @@ def test_alias_names_ok(name):
 def test_alias_names_rejected(name):
     with pytest.raises(BadInput):
         check_alias_name(name)
+
+
+def test_factcheck_and_evidence_indexes_map_the_owner():
+    """Issue 21: the owner is a keyword of both kinds of index; ``install_index`` adds what
+    ``template_properties`` lists to an index made before it."""
+    from plugin.index.templates import template_properties
+
+    for template in ("factchecks", "evidence"):
+        fields = template_properties(IndexSpec(alias="x", model="m", dimension=8, template=template))
+        assert fields["owner"] == {"type": "keyword"}
+        assert fields["embedding"]["type"] == "knn_vector"
