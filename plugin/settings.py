@@ -124,6 +124,13 @@ class Settings(BaseSettings):
     #: ``X-Forwarded-For`` (the one the proxy appended) is used. Never set it without such a
     #: proxy: clients could then pick their own address.
     trust_x_forwarded_for: bool = False
+    #: Per tenant: at most this many jobs queued or running at once; the next is a 429
+    #: (``plugin.service.admission``).
+    tenant_max_active_jobs: int = Field(default=200, ge=1)
+    #: Per tenant: at most this many jobs in the shared Celery queues or running at once; the
+    #: rest wait in the tenant's own list, so one tenant's backlog never sits in front of
+    #: another's jobs. Keep it at or above the worker slots one tenant alone should fill.
+    tenant_max_dispatched_jobs: int = Field(default=4, ge=1)
     #: Request body limits: fact-check uploads, and every other JSON body.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_json_bytes: int = Field(default=256 * 1024, ge=1024)
