@@ -25,6 +25,10 @@ die between the two (or between moving an id and sending it): the sweeper (``Job
 releases ids whose job is finished or gone, and a moved id that was never sent is an ordinary
 queued job without a broker message, which the sweeper already sends again. Sending twice is
 harmless: the tasks are idempotent (``workers.tasks``).
+
+A job counts against the tenant it belongs to, whoever's key made it: an admin key's jobs are
+its own tenant's, under the same caps (an admin acts for tenants; it gets no unlimited queue).
+The scripts use ``LPOS`` (Redis 6.0.6 or later).
 """
 from __future__ import annotations
 

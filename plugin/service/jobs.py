@@ -331,6 +331,8 @@ class JobStore:
         send that never happens (no ``send`` here, the broker down, this process dead) is a
         queued job without a message that the sweeper sends again in time. Best effort: never
         fails the job whose end freed the slot."""
+        from kombu.exceptions import OperationalError
+
         sent = 0
         for job_id in job_ids:
             try:
@@ -340,7 +342,7 @@ class JobStore:
                 if send is not None:
                     send(job)
                     sent += 1
-            except Exception:  # noqa: BLE001 - the sweeper sends it again (see above)
+            except (FactSieveError, OperationalError, OSError):  # the sweeper sends it again
                 log.warning("could not send admitted job %s of tenant %s", job_id, tenant, exc_info=True)
         return sent
 
