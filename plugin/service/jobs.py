@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -346,7 +346,8 @@ class JobStore:
                 log.warning("could not send admitted job %s of tenant %s", job_id, tenant, exc_info=True)
         return sent
 
-    def _repair_admission(self, now: datetime, resend: Callable[[dict[str, Any]], Any]) -> tuple[int, int, set[str]]:
+    def _repair_admission(self, now: datetime,
+                          resend: Callable[[dict[str, Any]], Any]) -> tuple[int, int, set[str]]:
         """The sweeper's part in admission: slots still held by jobs that are finished or gone
         (their worker died before releasing them) are released, free slots are filled from the
         waiting lists, and those jobs sent. Returns ``(released, admitted, ids still waiting)``."""
