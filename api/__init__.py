@@ -17,7 +17,7 @@ from plugin.errors import FactSieveError
 from plugin.service.services import Services
 from plugin.settings import Settings
 
-from api.problems import error_response, problem, problem_response
+from api.problems import error_response, problem, problem_response, rate_limit_headers
 
 log = logging.getLogger("factsieve.api")
 
@@ -84,10 +84,9 @@ def _unexpected(exc: Exception) -> Response:
 
 
 def _rate_limit_headers(resp: Response) -> Response:
+    """The key's rate-limit headers on every answer to an authenticated request, except a 429,
+    which already carries those of the limit it hit (``api.problems.error_response``)."""
     rate = g.get("rate_limit")
-    if rate is not None:
-        limit, remaining, reset = rate
-        resp.headers["RateLimit-Limit"] = str(limit)
-        resp.headers["RateLimit-Remaining"] = str(max(0, remaining))
-        resp.headers["RateLimit-Reset"] = str(reset)
+    if rate is not None and "RateLimit-Limit" not in resp.headers:
+        resp.headers.update(rate_limit_headers(*rate))
     return resp

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
 from plugin.errors import (BadInput, FactSieveError, Forbidden, InvalidRequest, NotFound,
-                           UnsupportedContentType)
+                           Unauthorized, UnsupportedContentType)
 from plugin.ingest import Format, parse_bytes, preflight
 from plugin.service.jobs import JobKind, JobStatus
-from plugin.service.keys import Scope
+from plugin.service.keys import Scope, client_address
 from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
 from plugin.search.matcher import MatchRequest
 from plugin.service.handlers import verify_request
@@ -67,7 +67,12 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
 def _authorize(needed: Scope) -> None:
     svc = services()
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    key = svc.keys.authenticate(token.strip() if scheme.lower() == "bearer" else None)
+    try:
+        key = svc.keys.authenticate(token.strip() if scheme.lower() == "bearer" else None)
+    except Unauthorized:  # no key to count against: count the client address (429 past its limit)
+        svc.keys.hit_unauthenticated(client_address(
+            request.remote_addr, request.headers.get("X-Forwarded-For"), svc.settings.trust_x_forwarded_for))
+        raise
     remaining, reset = svc.keys.hit(key.id)
     g.rate_limit = (svc.keys.limit, remaining, reset)
     if not key.scope.allows(needed):

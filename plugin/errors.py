@@ -102,7 +102,14 @@ class Forbidden(FactSieveError):
 
 
 class RateLimited(FactSieveError):
+    """A limit was reached: ``limit`` is its size (the ``RateLimit-Limit`` header), and
+    ``retry_after`` when trying again can succeed."""
+
     status, exit_code, title = 429, 8, "Too many requests"
+
+    def __init__(self, detail: str, *, limit: int | None = None, **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.limit = limit
 
 
 # -- the LLM used for verification (plugin.llm) -------------------------------------------------

@@ -116,6 +116,21 @@ class Settings(BaseSettings):
     #: Per API key: at most ``rate_limit_requests`` requests per ``rate_limit_window_s`` window.
     rate_limit_requests: int = Field(default=600, ge=1)
     rate_limit_window_s: int = Field(default=60, ge=1)
+    #: Per client address: at most this many requests with a missing or unknown key per
+    #: ``rate_limit_window_s`` window, then 429 (``KeyStore.hit_unauthenticated``).
+    unauthenticated_rate_limit_requests: int = Field(default=60, ge=1)
+    #: The client address is the TCP peer (``request.remote_addr``). Behind a trusted reverse
+    #: proxy, either have the proxy set the peer address, or set this so that the last entry of
+    #: ``X-Forwarded-For`` (the one the proxy appended) is used. Never set it without such a
+    #: proxy: clients could then pick their own address.
+    trust_x_forwarded_for: bool = False
+    #: Per tenant: at most this many jobs queued or running at once; the next is a 429
+    #: (``plugin.service.admission``).
+    tenant_max_active_jobs: int = Field(default=200, ge=1)
+    #: Per tenant: at most this many jobs in the shared Celery queues or running at once; the
+    #: rest wait in the tenant's own list, so one tenant's backlog never sits in front of
+    #: another's jobs. Keep it at or above the worker slots one tenant alone should fill.
+    tenant_max_dispatched_jobs: int = Field(default=4, ge=1)
     #: Request body limits: fact-check uploads, and every other JSON body.
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     max_json_bytes: int = Field(default=256 * 1024, ge=1024)

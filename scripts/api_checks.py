@@ -4,6 +4,7 @@
   .venv/bin/python scripts/api_checks.py load [--requests 2000] [--concurrency 1,8] [--seconds 60]
   .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
   .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200]
+  .venv/bin/python scripts/api_checks.py fairness [--flood 40] [--quiet 8] [--fifo]
 
 Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
 jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
@@ -26,6 +27,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 import requests
@@ -320,6 +322,66 @@ def cmd_posts(args: argparse.Namespace) -> dict:
         dep.close()
 
 
+def run_fairness_phase(dep: Deployment, quiet: dict[str, str], flood: dict[str, str] | None,
+                       n_quiet: int, n_flood: int, timeout_s: float) -> dict:
+    """The quiet tenant's queue waits (job ``created_at`` → ``started_at``) for a burst of
+    ``n_quiet`` posts, submitted after ``n_flood`` posts of the flooding tenant (none: idle)."""
+    posts = sample_posts()
+
+    def submit(headers: dict[str, str], i: int) -> str:
+        resp = requests.post(f"{dep.base}/v1/posts", headers=headers, timeout=30,
+                             json={"id": f"f-{uuid.uuid4().hex}", "text": posts[i % len(posts)]})
+        if resp.status_code != 202:
+            raise SystemExit(f"POST /v1/posts answered {resp.status_code}: {resp.text[:300]}")
+        return resp.json()["job_id"]
+
+    flood_ids = [submit(flood, i) for i in range(n_flood)] if flood else []
+    quiet_ids = [submit(quiet, i) for i in range(n_quiet)]
+    statuses = _wait(dep, quiet_ids, timeout_s)
+    waits = []
+    for job_id in quiet_ids:
+        job = requests.get(f"{dep.base}/v1/jobs/{job_id}", headers=quiet, timeout=30).json()
+        if job.get("started_at"):
+            waits.append((datetime.fromisoformat(job["started_at"])
+                          - datetime.fromisoformat(job["created_at"])).total_seconds())
+    flood_done = _wait(dep, flood_ids, timeout_s) if flood_ids else {}
+    return {"quiet_jobs": n_quiet, "flood_jobs": n_flood, "quiet_statuses": statuses,
+            "flood_statuses": flood_done,
+            "quiet_wait_s": {"p50": round(percentile(waits, 50), 3), "p95": round(percentile(waits, 95), 3),
+                             "max": round(max(waits), 3)} if waits else None}
+
+
+def cmd_fairness(args: argparse.Namespace) -> dict:
+    """Two tenants on one worker process: the quiet tenant's p95 queue wait for a burst of posts
+    when idle, then behind the other tenant's flood (its whole quota). With round-robin
+    admission the quiet burst shares the worker with the flood instead of queueing behind it."""
+    slots = 10**6 if args.fifo else args.slots
+    dep = Deployment(1, rate_limit_requests=10_000_000, tenant_max_active_jobs=max(args.flood, args.quiet),
+                     tenant_max_dispatched_jobs=slots)
+    dep.key = dep.services.keys.create("api_checks (admin)", Scope.ADMIN)[1]  # _wait sees every tenant's jobs
+    procs = start_workers(dep, 1)
+    try:
+        quiet, flood = ({"Authorization": f"Bearer {dep.services.keys.create(t, Scope.WRITE, t)[1]}"}
+                        for t in ("quiet", "flood"))
+        # warm-up: the worker loads the model on its first post
+        run_fairness_phase(dep, quiet, None, 2, 0, args.timeout)
+        idle = run_fairness_phase(dep, quiet, None, args.quiet, 0, args.timeout)
+        flooded = run_fairness_phase(dep, quiet, flood, args.quiet, args.flood, args.timeout)
+        idle_p95 = (idle["quiet_wait_s"] or {}).get("p95")
+        flooded_p95 = (flooded["quiet_wait_s"] or {}).get("p95")
+        return {"what": "quiet tenant's p95 queue wait (created_at -> started_at), idle vs. while "
+                        "another tenant floods (POST /v1/posts, 1 Celery worker process)",
+                "admission": "fifo (no per-tenant dispatch limit)" if args.fifo
+                             else f"round-robin, {slots} dispatched job(s) per tenant",
+                "idle_p95_s": idle_p95, "flooded_p95_s": flooded_p95,
+                "ratio": round(flooded_p95 / idle_p95, 2) if idle_p95 and flooded_p95 else None,
+                "idle": idle, "flooded": flooded, "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(),
+                "loadavg_1m": round(os.getloadavg()[0], 2)}
+    finally:
+        stop(procs)
+        dep.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -338,8 +400,15 @@ def main() -> None:
     posts.add_argument("--celery-workers", default="1,2")
     posts.add_argument("--posts", type=int, default=200)
     posts.add_argument("--timeout", type=float, default=600)
+    fair = sub.add_parser("fairness", help="one tenant's queue wait while another floods the queue")
+    fair.add_argument("--flood", type=int, default=40, help="the flooding tenant's posts (its quota)")
+    fair.add_argument("--quiet", type=int, default=8, help="the quiet tenant's burst of posts")
+    fair.add_argument("--slots", type=int, default=1, help="FACTSIEVE_TENANT_MAX_DISPATCHED_JOBS")
+    fair.add_argument("--fifo", action="store_true", help="no per-tenant dispatch limit: the old FIFO")
+    fair.add_argument("--timeout", type=float, default=300)
     args = p.parse_args()
-    result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts}[args.command](args)
+    result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts,
+              "fairness": cmd_fairness}[args.command](args)
     print(json.dumps(result, indent=2))
 
 

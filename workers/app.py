@@ -64,7 +64,16 @@ def create_celery(settings: Settings, services: Services | None = None) -> Celer
     app = Celery("factsieve", include=["workers.tasks"])
     app.conf.update(celery_config(settings))
     app.factsieve = services or Services(settings)  # type: ignore[attr-defined]
+    app.factsieve.send_job = job_sender(app)  # type: ignore[attr-defined]
     return app
+
+
+def job_sender(app: Celery) -> Any:
+    """Send a job (its record) to its task, under the job's id; what ``Services.send_job`` is."""
+    def send(job: dict[str, Any]) -> Any:
+        return app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], task_id=job["id"])
+
+    return send
 
 
 def start_sweeper(app: Celery, interval_s: float) -> threading.Event:

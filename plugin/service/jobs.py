@@ -4,24 +4,33 @@ A job lives in Redis while it is queued or running (``<prefix>:job:<id>``, one J
 a TTL). A finished job is written to the OpenSearch jobs index *before* its Redis record says so,
 so a Redis flush (or expiry) never loses a finished result: ``get`` falls back to OpenSearch.
 Large inputs (fact-check uploads) sit beside the record and are dropped when the job ends.
+
+Every new job is counted against its tenant's quota before its record is written, and handed to
+Celery only when its tenant has a free dispatch slot; otherwise it waits, ``queued``, until one of
+its tenant's jobs ends (``plugin.service.admission`` explains the design).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import secrets
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any
 
 from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound
+from plugin.service.admission import REPAIR_GRACE_S, Admission, stale
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.bodies import load_template, render
+
+log = logging.getLogger(__name__)
 
 
 class JobStatus(str, Enum):
@@ -87,9 +96,14 @@ def jobs_index_bodies(alias: str, replicas: int) -> tuple[str, dict[str, Any], s
 
 
 class JobStore:
-    def __init__(self, kv: KV, store: Store, settings: Settings) -> None:
+    def __init__(self, kv: KV, store: Store, settings: Settings,
+                 send: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.kv = kv
         self.store = store
+        self.admission = Admission(kv, settings)
+        #: hands a job to its Celery task (``workers.app.create_celery`` wires it): how a waiting
+        #: job is sent when a slot frees. Without it the sweeper sends them.
+        self.send = send
         self.alias = settings.jobs_index
         self.replicas = settings.index_replicas
         self.ttl = settings.job_ttl_s
@@ -154,6 +168,7 @@ class JobStore:
         job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
                "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input,
                "tenant": tenant}
+        self.admission.reserve(tenant, job["id"], time.time())  # a 429 when the tenant is at its cap
         if body is not None:
             self.kv.call("write job body", self.kv.client.set, self._key(job["id"]) + ":body", body,
                          ex=self.ttl, nx=True)
@@ -174,6 +189,7 @@ class JobStore:
                            "use a new id for a new post")
         if not created and job.get("status") == JobStatus.FAILED.value:
             # a failed post can be submitted again: its job starts over under the same id
+            self.admission.reserve(tenant, job["id"], time.time())
             now = now_iso()
             job = {"id": job["id"], "kind": JobKind.POST.value, "status": JobStatus.QUEUED.value,
                    "created_at": now, "queued_at": now, "attempts": 0, "ref": post["id"],
@@ -186,11 +202,14 @@ class JobStore:
         return self.get(post_job_id(post_id, tenant), tenant)
 
     def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
-        """Hand a job to the queue with ``send``. If the queue cannot be reached the job is
-        recorded as failed (so its status never says "queued" forever) and ``BackendUnavailable``
-        naming ``queue_url`` is raised."""
+        """Hand a job to the queue with ``send`` when its tenant has a free dispatch slot (else it
+        waits for one: ``admission``). If the queue cannot be reached the job is recorded as
+        failed (so its status never says "queued" forever) and ``BackendUnavailable`` naming
+        ``queue_url`` is raised."""
         from kombu.exceptions import OperationalError
 
+        if not self.admission.place(self.get(job_id).get("tenant", DEFAULT_TENANT), job_id):
+            return
         try:
             send()
         except (OperationalError, ConnectionError, OSError) as exc:
@@ -256,15 +275,20 @@ class JobStore:
         can run or be redelivered (its worker hit the hard time limit, or died and the broker
         lost the message) fails; one ``queued`` for longer than a broker message can wait (the
         message was lost, e.g. Redis restarted without persistence) is sent again with
-        ``resend``. Every worker calls this periodically; a Redis lock lets one sweep at a time."""
+        ``resend`` (unless it waits for a dispatch slot of its tenant: then it has no message).
+        First, dispatch slots that a dead worker never released are freed and filled
+        (``_repair_admission``). Every worker calls this periodically; a Redis lock lets one
+        sweep at a time."""
         if not self.kv.call("sweep lock", self.kv.client.set, self.kv.key("jobs-sweep-lock"), "1",
                             nx=True, ex=max(1, int(min(running_after_s, queued_after_s) / 2))):
             return {"swept": 0, "failed": 0, "resent": 0, "locked": 1}
         now = now or datetime.now(timezone.utc)
+        released, admitted, waiting = self._repair_admission(now, resend)
         pattern = self.kv.key("job", "*")
         keys = [k for k in self.kv.call("scan jobs", lambda: list(self.kv.client.scan_iter(pattern, count=500)))
                 if not str(k).endswith(":body")]
-        out = {"swept": len(keys), "failed": 0, "resent": 0, "locked": 0}
+        out = {"swept": len(keys), "failed": 0, "resent": 0, "locked": 0,
+               "released": released, "admitted": admitted}
         for start in range(0, len(keys), 500):
             raws = self.kv.call("read jobs", self.kv.client.mget, keys[start:start + 500])
             for raw in raws:
@@ -277,7 +301,8 @@ class JobStore:
                                           "detail": f"the job was still running after {running_after_s:.0f} s: "
                                                     "its worker hit the hard time limit or died"})
                     out["failed"] += 1
-                elif status == JobStatus.QUEUED.value and _age(job.get("queued_at") or job.get("created_at"), now) > queued_after_s:
+                elif (status == JobStatus.QUEUED.value and job["id"] not in waiting
+                      and _age(job.get("queued_at") or job.get("created_at"), now) > queued_after_s):
                     job["queued_at"] = now.isoformat(timespec="milliseconds")
                     self._write(job)
                     resend(job)
@@ -297,4 +322,48 @@ class JobStore:
                 raise  # the caller retries; a result only Redis holds is not finished
         self._write(job)
         self.kv.call("drop job body", self.kv.client.delete, self._key(job_id) + ":body")
+        tenant = job.get("tenant", DEFAULT_TENANT)
+        self._send_admitted(tenant, self.admission.release(tenant, job_id), self.send)
         return job
+
+    def _send_admitted(self, tenant: str, job_ids: list[str],
+                       send: Callable[[dict[str, Any]], Any] | None) -> int:
+        """Send the jobs that just got a dispatch slot; their ``queued_at`` restarts now, so a
+        send that never happens (no ``send`` here, the broker down, this process dead) is a
+        queued job without a message that the sweeper sends again in time. Best effort: never
+        fails the job whose end freed the slot."""
+        from kombu.exceptions import OperationalError
+
+        sent = 0
+        for job_id in job_ids:
+            try:
+                job = self.get(job_id)
+                job["queued_at"] = now_iso()
+                self._write(job)
+                if send is not None:
+                    send(job)
+                    sent += 1
+            except (FactSieveError, OperationalError, OSError):  # the sweeper sends it again
+                log.warning("could not send admitted job %s of tenant %s", job_id, tenant, exc_info=True)
+        return sent
+
+    def _repair_admission(self, now: datetime,
+                          resend: Callable[[dict[str, Any]], Any]) -> tuple[int, int, set[str]]:
+        """The sweeper's part in admission: slots still held by jobs that are finished or gone
+        (their worker died before releasing them) are released, free slots are filled from the
+        waiting lists, and those jobs sent. Returns ``(released, admitted, ids still waiting)``."""
+        released = admitted = 0
+        waiting: set[str] = set()
+        cutoff = now.timestamp() - REPAIR_GRACE_S
+        finished = [s.value for s in JobStatus if s.finished]
+        for tenant in self.admission.tenants():
+            ids = self.admission.active(tenant, before=cutoff)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                raws = self.kv.call("read jobs", self.kv.client.mget, [self._key(i) for i in chunk])
+                for job_id in stale(chunk, raws, finished):
+                    admitted += self._send_admitted(tenant, self.admission.release(tenant, job_id), resend)
+                    released += 1
+            admitted += self._send_admitted(tenant, self.admission.release(tenant), resend)
+            waiting.update(self.admission.waiting(tenant))
+        return released, admitted, waiting

@@ -4,7 +4,8 @@ A key is ``<api_key_prefix><43 random url-safe characters>``, shown once at crea
 SHA-256 is stored: keys are 256-bit random tokens, so a fast hash is enough (slow password
 hashes exist for guessable secrets) and lookups stay one round trip. Rate limiting is a fixed
 window per key (``INCR`` + ``EXPIRE``): simple, one round trip, at most twice the limit across
-a window boundary.
+a window boundary. Requests with a missing or unknown key count against their client address
+(``hit_unauthenticated``), so failing authentication is not a way around the limit.
 """
 from __future__ import annotations
 
@@ -85,12 +86,24 @@ def window(now: float, size_s: int) -> tuple[int, int]:
     return start, max(1, start + size_s - int(now))
 
 
+def client_address(remote_addr: str | None, forwarded_for: str | None, trust_forwarded: bool) -> str:
+    """Whom a request without a valid key is counted against (pure): the TCP peer, or with
+    ``trust_forwarded`` (a trusted reverse proxy in front) the last ``X-Forwarded-For`` entry,
+    the one that proxy appended; earlier entries are the client's to forge."""
+    if trust_forwarded and forwarded_for:
+        last = forwarded_for.split(",")[-1].strip()
+        if last:
+            return last
+    return remote_addr or "unknown"
+
+
 class KeyStore:
     def __init__(self, kv: KV, settings: Settings) -> None:
         self.kv = kv
         self.prefix = settings.api_key_prefix
         self.limit = settings.rate_limit_requests
         self.window_s = settings.rate_limit_window_s
+        self.anon_limit = settings.unauthenticated_rate_limit_requests
 
     def create(self, name: str, scope: Scope = Scope.READ,
                tenant: str = DEFAULT_TENANT) -> tuple[ApiKey, str]:
@@ -124,16 +137,30 @@ class KeyStore:
     def hit(self, key_id: str, now: float | None = None) -> tuple[int, int]:
         """Count one request against the key's window; returns ``(remaining, reset_s)`` or raises
         ``RateLimited`` carrying ``retry_after``."""
+        count, reset = self._count(("ratelimit", key_id), now)
+        if count > self.limit:
+            raise RateLimited(f"API key {key_id} made more than {self.limit} requests in "
+                              f"{self.window_s} s; retry in {reset} s", retry_after=reset, limit=self.limit)
+        return self.limit - count, reset
+
+    def hit_unauthenticated(self, address: str, now: float | None = None) -> None:
+        """Count one request with a missing or unknown key against its client address's window;
+        raises ``RateLimited`` past ``unauthenticated_rate_limit_requests`` (such requests have
+        no key to count against, and would otherwise be free)."""
+        count, reset = self._count(("ratelimit-anon", address[:100]), now)
+        if count > self.anon_limit:
+            raise RateLimited(f"more than {self.anon_limit} requests without a valid API key from "
+                              f"{address[:100]} in {self.window_s} s; retry in {reset} s",
+                              retry_after=reset, limit=self.anon_limit)
+
+    def _count(self, name: tuple[str, ...], now: float | None) -> tuple[int, int]:
         start, reset = window(time.time() if now is None else now, self.window_s)
-        counter = self.kv.key("ratelimit", key_id, str(start))
+        counter = self.kv.key(*name, str(start))
         pipe = self.kv.client.pipeline()
         pipe.incr(counter)
         pipe.expire(counter, self.window_s + 1)
         count, _ = self.kv.call("rate limit", pipe.execute)
-        if count > self.limit:
-            raise RateLimited(f"API key {key_id} made more than {self.limit} requests in "
-                              f"{self.window_s} s; retry in {reset} s", retry_after=reset)
-        return self.limit - count, reset
+        return int(count), reset
 
     def list(self) -> list[dict[str, Any]]:
         digests = self.kv.call("list api keys", self.kv.client.hgetall, self.kv.key("apikeys"))

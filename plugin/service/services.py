@@ -8,11 +8,12 @@ ready-made parts (``embedder=``) to share them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from plugin.embedding import Embedder
 from plugin import owners
-from plugin.errors import BadInput
+from plugin.errors import BackendUnavailable, BadInput
 from plugin.owners import Writer
 from plugin.service.jobs import JobStore
 from plugin.service.keys import KeyStore
@@ -32,6 +33,9 @@ class Services:
         self._parts: dict[str, Any] = {"store": store, "embedder": embedder, "kv": kv}
         self._lock = threading.RLock()
         self._index: str | None = None
+        #: hands a job to its Celery task (``workers.app.create_celery`` sets it): how the job
+        #: store sends a waiting job once its tenant has a free dispatch slot
+        self.send_job: Callable[[dict[str, Any]], Any] | None = None
 
     def _get(self, name: str, build: Any) -> Any:
         part = self._parts.get(name)
@@ -91,7 +95,12 @@ class Services:
 
     @property
     def jobs(self) -> JobStore:
-        return self._get("jobs", lambda: JobStore(self.kv, self.store, self.settings))
+        return self._get("jobs", lambda: JobStore(self.kv, self.store, self.settings, send=self._send_job))
+
+    def _send_job(self, job: dict[str, Any]) -> Any:
+        if self.send_job is None:
+            raise BackendUnavailable("this process has no job queue to send jobs to")
+        return self.send_job(job)
 
     @property
     def webhooks(self) -> WebhookStore:

@@ -146,6 +146,9 @@ def test_rate_limit_is_429_with_retry_after(api_settings, store, embedder):
     assert resp.status_code == 429
     assert 0 < int(resp.headers["Retry-After"]) <= 3600
     assert "more than 3 requests" in problem_of(resp)["detail"]
+    # the 429 says which limit it hit, like every answer before it
+    assert (resp.headers["RateLimit-Limit"], resp.headers["RateLimit-Remaining"]) == ("3", "0")
+    assert resp.headers["RateLimit-Reset"] == resp.headers["Retry-After"]
 
 
 # -- fact-checks ---------------------------------------------------------------------------------------

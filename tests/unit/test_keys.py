@@ -67,3 +67,17 @@ def test_a_cluster_is_several_urls():
     store = Store(settings)
     assert store.url == "http://a:9211, http://b:9212"
     assert len(store.client.transport.connection_pool.connections) == 2
+
+
+@pytest.mark.parametrize("remote, forwarded, trust, expected", [
+    ("10.0.0.5", None, False, "10.0.0.5"),
+    ("10.0.0.5", "1.2.3.4", False, "10.0.0.5"),                  # not trusted: a client could forge it
+    ("10.0.0.5", "1.2.3.4", True, "1.2.3.4"),
+    ("10.0.0.5", "6.6.6.6, 1.2.3.4", True, "1.2.3.4"),           # the proxy appended the last one
+    ("10.0.0.5", " , ", True, "10.0.0.5"),
+    (None, None, False, "unknown"),
+])
+def test_client_address(remote, forwarded, trust, expected):
+    from plugin.service.keys import client_address
+
+    assert client_address(remote, forwarded, trust) == expected

@@ -26,3 +26,12 @@ def test_the_tasks_are_registered_under_their_names():
     app = create_celery(Settings())
     app.loader.import_default_modules()
     assert set(ROUTES) <= set(app.tasks)
+
+
+def test_the_celery_app_gives_its_services_a_job_sender():
+    """How a waiting job is sent once its tenant has a free slot: by its task name, under its id."""
+    app = create_celery(Settings())
+    calls = []
+    app.send_task = lambda name, **kw: calls.append((name, kw))
+    app.factsieve.send_job({"id": "job_1", "kind": "verify"})
+    assert calls == [(TASKS[JobKind.VERIFY], {"args": ["job_1"], "task_id": "job_1"})]

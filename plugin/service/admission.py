@@ -1,0 +1,155 @@
+"""Per-tenant job quota and fair admission to the shared Celery queues, in Redis.
+
+Two problems, one mechanism. *Quota*: a tenant may have at most ``tenant_max_active_jobs``
+jobs queued or running; the next one is a ``RateLimited`` (429) naming the cap. *Fairness*: the
+Celery queues are FIFO and shared, so a tenant that floods them would put every other tenant's
+job behind its whole backlog. Round-robin admission fixes that: at most
+``tenant_max_dispatched_jobs`` (N) of a tenant's jobs are *dispatched* (in a Celery queue or
+running) at a time; the rest *wait* in the tenant's own Redis list, still ``queued``, and when
+one of its dispatched jobs ends the next waiting one is sent. The FIFO then holds at most N jobs
+per tenant, so a quiet tenant's job waits behind at most N jobs of each other tenant, not behind
+their backlogs (with two busy tenants each gets about half the workers).
+
+Per tenant ``t`` (every id a job id we made; every step one Lua script, so atomic):
+
+- ``<prefix>:tenant:<t>:active`` — sorted set of the job ids queued, waiting or running, scored
+  by when they were admitted: the quota counts its members. ``reserve`` adds an id if the cap
+  allows; an id already there (an idempotent resubmit) is not counted twice.
+- ``<prefix>:tenant:<t>:dispatched`` — set of the ids sent to Celery and not yet ended (<= N).
+- ``<prefix>:tenant:<t>:waiting`` — list of the ids waiting for a dispatch slot, oldest first.
+- ``<prefix>:tenants`` — the tenants that ever had a job, for the sweeper.
+
+``release`` (called when a job ends: ``JobStore._end``) removes the id from all three and moves
+waiting ids into the free dispatch slots, returning them for the caller to send. A worker can
+die between the two (or between moving an id and sending it): the sweeper (``JobStore.sweep``)
+releases ids whose job is finished or gone, and a moved id that was never sent is an ordinary
+queued job without a broker message, which the sweeper already sends again. Sending twice is
+harmless: the tasks are idempotent (``workers.tasks``).
+
+A job counts against the tenant it belongs to, whoever's key made it: an admin key's jobs are
+its own tenant's, under the same caps (an admin acts for tenants; it gets no unlimited queue).
+The scripts use ``LPOS`` (Redis 6.0.6 or later).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from plugin.errors import RateLimited
+from plugin.service.kv import KV
+from plugin.settings import Settings
+
+#: A full quota frees a slot when one of the tenant's jobs ends, which nothing here can
+#: predict; this is how long a client is told to wait before trying again.
+QUOTA_RETRY_AFTER_S = 5
+#: An id reserved this recently is not repaired by the sweeper even if its job record is not
+#: written yet (``reserve`` comes before the record is written).
+REPAIR_GRACE_S = 60.0
+
+_RESERVE = """
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[4])
+return 1
+"""
+
+_PLACE = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('LPOS', KEYS[2], ARGV[1]) then return 0 end
+if redis.call('SCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('SADD', KEYS[1], ARGV[1])
+  return 1
+end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return 0
+"""
+
+_RELEASE = """
+if ARGV[1] ~= '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('SREM', KEYS[2], ARGV[1])
+  redis.call('LREM', KEYS[3], 0, ARGV[1])
+end
+local out = {}
+while redis.call('SCARD', KEYS[2]) < tonumber(ARGV[2]) do
+  local nxt = redis.call('LPOP', KEYS[3])
+  if not nxt then break end
+  redis.call('SADD', KEYS[2], nxt)
+  table.insert(out, nxt)
+end
+return out
+"""
+
+
+def quota_exceeded(tenant: str, cap: int) -> RateLimited:
+    """The 429 for a tenant at its cap (pure): names the cap and the setting that sets it."""
+    return RateLimited(f"tenant {tenant!r} already has {cap} jobs queued or running, the most "
+                       f"FACTSIEVE_TENANT_MAX_ACTIVE_JOBS ({cap}) allows; retry when one has finished",
+                       retry_after=QUOTA_RETRY_AFTER_S, limit=cap)
+
+
+class Admission:
+    """The quota and the dispatch slots of every tenant (see the module docstring)."""
+
+    def __init__(self, kv: KV, settings: Settings) -> None:
+        self.kv = kv
+        self.cap = settings.tenant_max_active_jobs
+        self.slots = settings.tenant_max_dispatched_jobs
+        self._scripts: dict[str, Any] = {}
+
+    def _keys(self, tenant: str) -> tuple[str, str, str]:
+        return (self.kv.key("tenant", tenant, "active"), self.kv.key("tenant", tenant, "dispatched"),
+                self.kv.key("tenant", tenant, "waiting"))
+
+    def _run(self, what: str, source: str, keys: list[str], args: list[Any]) -> Any:
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = self.kv.client.register_script(source)
+        return self.kv.call(what, script, keys=keys, args=args)
+
+    def reserve(self, tenant: str, job_id: str, now: float) -> None:
+        """Count ``job_id`` against the tenant's quota, or raise the 429 when it is full (an id
+        already counted passes)."""
+        active, _, _ = self._keys(tenant)
+        if not self._run("reserve job slot", _RESERVE, [active, self.kv.key("tenants")],
+                         [job_id, self.cap, now, tenant]):
+            raise quota_exceeded(tenant, self.cap)
+
+    def place(self, tenant: str, job_id: str) -> bool:
+        """Whether to send ``job_id`` to Celery now (a free dispatch slot, or it holds one
+        already); otherwise it is (or stays) in the tenant's waiting list."""
+        _, dispatched, waiting = self._keys(tenant)
+        return bool(self._run("place job", _PLACE, [dispatched, waiting], [job_id, self.slots]))
+
+    def release(self, tenant: str, job_id: str = "") -> list[str]:
+        """Free ``job_id``'s quota and dispatch slot (none: only fill free slots); returns the
+        waiting ids just given a slot, oldest first, for the caller to send."""
+        return list(self._run("release job slot", _RELEASE, list(self._keys(tenant)),
+                              [job_id, self.slots]))
+
+    def tenants(self) -> list[str]:
+        return sorted(self.kv.call("list tenants", self.kv.client.smembers, self.kv.key("tenants")))
+
+    def active(self, tenant: str, before: float | None = None) -> list[str]:
+        """The tenant's counted ids (admitted before ``before``, when given)."""
+        active, _, _ = self._keys(tenant)
+        return list(self.kv.call("read active jobs", self.kv.client.zrangebyscore, active,
+                                 "-inf", "+inf" if before is None else f"({before}"))
+
+    def waiting(self, tenant: str) -> list[str]:
+        return list(self.kv.call("read waiting jobs", self.kv.client.lrange,
+                                 self._keys(tenant)[2], 0, -1))
+
+    def dispatched(self, tenant: str) -> set[str]:
+        return set(self.kv.call("read dispatched jobs", self.kv.client.smembers, self._keys(tenant)[1]))
+
+
+def stale(ids: Iterable[str], raws: Iterable[str | None], finished: Iterable[str]) -> list[str]:
+    """The ids whose job record is gone (``None``) or says a finished status (pure): what the
+    sweeper releases."""
+    import json
+
+    done = set(finished)
+    return [job_id for job_id, raw in zip(ids, raws)
+            if raw is None or json.loads(raw).get("status") in done]
