@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from tests.guards import hang_guard
 from tests.integration.conftest import API_FACTCHECKS, problem_of
 
 pytestmark = pytest.mark.integration
@@ -346,6 +347,15 @@ def test_window_before_year_one_and_huge_posts_answer(client, auth, api_corpus):
     words = " ".join(f"w{i}x" for i in range(4000))[:20000]  # distinct words: 1,024+ clauses once
     resp = client.post("/v1/match", json={"text": words}, headers=auth)
     assert resp.status_code in (200, 400, 413, 422), resp.data
+
+
+def test_a_crafted_text_answers_a_read_key(client, read_key, api_corpus):
+    """Language detection once backtracked for ~48 minutes on this (a worker held until gunicorn
+    killed it); now it answers like any text. The guard fails rather than hanging the suite."""
+    with hang_guard(60):
+        resp = client.post("/v1/match", json={"text": "@" * 20000},
+                           headers={"Authorization": f"Bearer {read_key}"})
+    assert resp.status_code == 200, resp.data
 
 
 def test_ids_are_checked_before_they_name_a_redis_key(client, auth):

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import re
-import signal
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import pytest
 
 from plugin.search import lang
 from plugin.index.bodies import ANALYZED_LANGS as SUPPORTED_ANALYZER_LANGS
 from plugin.search.lang import MAX_DETECT_CHARS, detect_language, strip_noise
+from tests.guards import hang_guard
 
 DETECT = [
     ("This is an English sentence about vaccines and the people who take them.", "en"),
@@ -79,22 +78,6 @@ NOISE_TABLE = [
 @pytest.mark.parametrize("text", NOISE_TABLE)
 def test_strip_noise_removes_what_the_old_pattern_removed(text):
     assert strip_noise(text) == " ".join(OLD_NOISE.sub(" ", text).split())
-
-
-@contextmanager
-def hang_guard(seconds: int):
-    """Fail instead of hanging: the old pattern took minutes on these inputs (not a speed test,
-    the limit is far above the time a linear pass needs)."""
-    def fail(signum, frame):
-        raise AssertionError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 CRAFTED = ["@" * 20000, "a@" * 10000, "http://" * 3000, "a@" * 10000 + ".", "x" + "@" * 19999]
