@@ -261,6 +261,12 @@ def test_webhook_crud_and_secret_shown_once(client, auth, receiver):
     got = client.get(f"/v1/webhooks/{created['id']}", headers=auth).get_json()
     assert got == {k: v for k, v in created.items() if k != "secret"}
     assert client.get(f"/v1/webhooks/{created['id']}/deliveries", headers=auth).get_json() == {"deliveries": []}
+    assert client.get(f"/v1/webhooks/{created['id']}/deliveries?limit=500", headers=auth).status_code == 200
+    for limit in ("²", "0", "501", "x", "１２", "9" * 5000):  # "²".isdigit(), then int() raised: a 500
+        resp = client.get(f"/v1/webhooks/{created['id']}/deliveries", query_string={"limit": limit},
+                          headers=auth)
+        assert resp.status_code == 400, (limit, resp.data)
+        assert problem_of(resp)["errors"][0]["field"] == "limit"
     rotated = client.post(f"/v1/webhooks/{created['id']}/secret", headers=auth)
     assert rotated.status_code == 200 and rotated.get_json()["secret"] not in (created["secret"], None)
     assert client.delete(f"/v1/webhooks/{created['id']}", headers=auth).status_code == 204
