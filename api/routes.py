@@ -18,6 +18,7 @@ from werkzeug.exceptions import UnsupportedMediaType
 from plugin.errors import (BadInput, FactSieveError, Forbidden, InvalidRequest, NotFound,
                            Unauthorized, UnsupportedContentType)
 from plugin.ingest import Format, parse_bytes, preflight
+from plugin.params import parse_int
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope, client_address
 from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
@@ -435,9 +436,7 @@ def delete_webhook(webhook_id: str) -> Response:
        query=[{"name": "limit", "in": "query", "required": False,
                "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}])
 def list_deliveries(webhook_id: str) -> Response:
-    raw = request.args.get("limit", "50")
-    if not raw.isdigit() or not 1 <= int(raw) <= 500:
-        raise BadInput(f"limit must be an integer from 1 to 500, got {raw!r}")
-    log = services().webhooks.deliveries(owned_webhook(webhook_id), int(raw))
+    limit = parse_int("limit", request.args.get("limit", "50"), lo=1, hi=500)
+    log = services().webhooks.deliveries(owned_webhook(webhook_id), limit)
     return reply(s.DeliveryList(deliveries=[s.DeliveryOut.model_validate(d) for d in log]))
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
+from plugin.params import parse_int
 from plugin.service.services import Services
 
 from cli.common import DEFAULT_DATASET, dataset_path, dump
@@ -155,9 +156,9 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
 
     from plugin.search.rerank import load_rerankers
 
+    sizes = [parse_int("--docs", x, lo=1, hi=10**9) for x in _names(args.docs)] if args.docs else []
     configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
-    sizes = [int(x) for x in args.docs.split(",")] if args.docs else []
     rerankers = load_rerankers(configs, services.settings)
     result = by_fusion(args, services, configs, lambda s: bench(
         services.store, services.embedder, s, dataset, configs, sizes=sizes,
@@ -185,11 +186,11 @@ def _fold(value: str | None) -> tuple[int, int] | None:
     """``--fold I/K`` as ``(I, K)``."""
     if not value:
         return None
-    try:
-        i, k = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise BadInput(f"--fold {value!r}: expected I/K, e.g. 0/3") from None
-    return i, k
+    i, slash, k = value.partition("/")
+    if not slash:
+        raise BadInput(f"--fold {value!r}: expected I/K, e.g. 0/3")
+    # the range is check_fold's (plugin.lab.query_tower): here only what a number is
+    return parse_int("--fold I", i, lo=0, hi=10**6), parse_int("--fold K", k, lo=0, hi=10**6)
 
 
 # -- train-reranker mine|fit|pack|import ---------------------------------------------------------

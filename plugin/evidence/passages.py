@@ -32,7 +32,9 @@ TITLE_WORDS = 24
 
 #: End punctuation and white space before anything but a lower-case ASCII letter ("e.g. this"
 #: stays whole), full-width end punctuation (CJK runs on without a space), or a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[^a-z\s])|(?<=[。！？])\s*|\s*\n\s*")
+#: A line break's white space is matched from the start of its run only (``(?<!\s)``): tried
+#: from every space of a long run without one, ``\s*\n`` rescanned the rest of it (quadratic).
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[^a-z\s])|(?<=[。！？])\s*|(?<!\s)\s*\n\s*")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -34,7 +34,11 @@ _MENTION = re.compile(r"(?<!\w)@\w+(?:@\w+)*")
 #: No look-behind: hashtags are often glued ("#kankaria#adventure").
 _HASHTAG = re.compile(r"#(\w+)")
 _EMOJI_OPEN, _EMOJI_CLOSE = "\ue000", "\ue001"  # private-use: never in real text
-_EMOJI_ALIAS = re.compile(_EMOJI_OPEN + "([^" + _EMOJI_CLOSE + "]*)" + _EMOJI_CLOSE)
+#: Neither delimiter inside an alias, so each scan stops at the next delimiter and the search
+#: stays linear (a post of 20,000 "\ue000" made ``[^CLOSE]*`` rescan the rest from each one).
+_EMOJI_ALIAS = re.compile(_EMOJI_OPEN + "([^" + _EMOJI_OPEN + _EMOJI_CLOSE + "]*)" + _EMOJI_CLOSE)
+#: The delimiters themselves when a post brings them: removed before ``demojize`` adds its own.
+_EMOJI_DELIMITERS = re.compile("[" + _EMOJI_OPEN + _EMOJI_CLOSE + "]")
 #: Zero-width space, word joiner and invisible operators, bidi isolates, BOM. Not ZWJ/ZWNJ:
 #: emoji sequences and Indic and Persian spelling need them.
 _INVISIBLE = re.compile("[\u200b\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -93,7 +97,7 @@ def normalize_post(text: str) -> str:
     text = _HASHTAG.sub(lambda m: " " + split_camel_case(m.group(1)), text)
     import emoji  # ~40 ms of tables: loaded on first use, not with the CLI or API import
 
-    text = emoji.demojize(text, delimiters=(_EMOJI_OPEN, _EMOJI_CLOSE))
+    text = emoji.demojize(_EMOJI_DELIMITERS.sub("", text), delimiters=(_EMOJI_OPEN, _EMOJI_CLOSE))
     text = _EMOJI_ALIAS.sub(_emoji_alias, text)
     return _SPACE.sub(" ", text).strip()
 

@@ -7,9 +7,11 @@ applied after truncation.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+from itertools import islice
 from typing import Any
 
 from plugin.index.bodies import ANALYZED_LANGS
@@ -106,12 +108,25 @@ def text_fields(lang: str | None) -> list[str]:
 #: a query of more than 1,024 clauses (a 20,000-character post of distinct words gave a 502);
 #: the dense half reads only the first 256 tokens anyway. Posts and claims are far shorter.
 BM25_MAX_WORDS = 200
+#: Terms (as the analyzers cut them, counted generously) the BM25 query uses: 1,024 clauses over
+#: at most four fields (``text_fields``). One "word" can hold thousands of terms: "a@a@a@…" or
+#: "http://http://…" split at every '@' and ':', and Chinese or Japanese at every character.
+BM25_MAX_TERMS = 256
+_KANA_HAN = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: A term: one Han or kana character, or a run of other letters and digits. Single character
+#: classes, so finditer is linear.
+_TERM = re.compile(f"[{_KANA_HAN}]|[^\\W_{_KANA_HAN}]+")
 
 
 def bm25_text(text: str) -> str:
-    """The first ``BM25_MAX_WORDS`` words of ``text``: what every BM25 query of ours searches."""
+    """The first ``BM25_MAX_WORDS`` words of ``text``, cut after its ``BM25_MAX_TERMS``-th term
+    when more follow: what every BM25 query of ours searches."""
     words = text.split()
-    return " ".join(words[:BM25_MAX_WORDS]) if len(words) > BM25_MAX_WORDS else text
+    if len(words) > BM25_MAX_WORDS:
+        text = " ".join(words[:BM25_MAX_WORDS])
+    terms = islice(_TERM.finditer(text), BM25_MAX_TERMS - 1, BM25_MAX_TERMS + 1)
+    last, more = next(terms, None), next(terms, None)
+    return text[:last.end()] if last is not None and more is not None else text
 
 
 def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from tests.guards import hang_guard
 from tests.integration.conftest import API_FACTCHECKS, closed_port, problem_of
 
 pytestmark = pytest.mark.integration
@@ -264,6 +265,12 @@ def test_webhook_crud_and_secret_shown_once(client, auth, receiver):
     got = client.get(f"/v1/webhooks/{created['id']}", headers=auth).get_json()
     assert got == {k: v for k, v in created.items() if k != "secret"}
     assert client.get(f"/v1/webhooks/{created['id']}/deliveries", headers=auth).get_json() == {"deliveries": []}
+    assert client.get(f"/v1/webhooks/{created['id']}/deliveries?limit=500", headers=auth).status_code == 200
+    for limit in ("²", "0", "501", "x", "１２", "9" * 5000):  # "²".isdigit(), then int() raised: a 500
+        resp = client.get(f"/v1/webhooks/{created['id']}/deliveries", query_string={"limit": limit},
+                          headers=auth)
+        assert resp.status_code == 400, (limit, resp.data)
+        assert problem_of(resp)["errors"][0]["field"] == "limit"
     rotated = client.post(f"/v1/webhooks/{created['id']}/secret", headers=auth)
     assert rotated.status_code == 200 and rotated.get_json()["secret"] not in (created["secret"], None)
     assert client.delete(f"/v1/webhooks/{created['id']}", headers=auth).status_code == 204
@@ -438,6 +445,18 @@ def test_window_before_year_one_and_huge_posts_answer(client, auth, api_corpus):
     words = " ".join(f"w{i}x" for i in range(4000))[:20000]  # distinct words: 1,024+ clauses once
     resp = client.post("/v1/match", json={"text": words}, headers=auth)
     assert resp.status_code in (200, 400, 413, 422), resp.data
+
+
+@pytest.mark.parametrize("text", ["@" * 20000, "a@" * 10000, ("http://" * 3000)[:20000], "中" * 20000],
+                         ids=["at", "a-at", "http", "han"])
+def test_crafted_texts_answer_a_read_key(client, read_key, api_corpus, text):
+    """Language detection once backtracked for ~48 minutes on "@" * 20000 (a worker held until
+    gunicorn killed it); the others, one "word" of thousands of terms, made BM25 queries Lucene
+    refused (502). The guard fails rather than hanging the suite."""
+    with hang_guard(60):
+        resp = client.post("/v1/match", json={"text": text},
+                           headers={"Authorization": f"Bearer {read_key}"})
+    assert resp.status_code == 200, resp.data
 
 
 def test_ids_are_checked_before_they_name_a_redis_key(client, auth):

@@ -1,11 +1,13 @@
 """normalize_post / extract_post_date as (input, expected) tables."""
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
 
-from plugin.search.normalize import extract_post_date, normalize_post, split_camel_case
+from plugin.search.normalize import (_EMOJI_ALIAS, extract_post_date, normalize_post,
+                                     split_camel_case)
 
 NORMALIZE = [
     # URLs, pic.twitter.com (often glued to the previous word)
@@ -90,3 +92,34 @@ EXTRACT = [
 @pytest.mark.parametrize(("text", "expected"), EXTRACT)
 def test_extract_post_date(text, expected):
     assert extract_post_date(text) == expected
+
+
+# --- the emoji-alias pattern is linear (issue 21: a post of 20,000 "\ue000" rescanned) ---------
+
+OLD_EMOJI_ALIAS = re.compile("\ue000([^\ue001]*)\ue001")
+
+
+@pytest.mark.parametrize("text", [
+    "\ue000face_with_tears_of_joy\ue001",
+    "I love it \ue000fire\ue001\ue000red_heart\ue001 ok",
+    "no emoji here",
+    "\ue000\ue001",
+])
+def test_emoji_alias_matches_as_before_on_demojized_text(text):
+    new = [(m.span(), m.group(1)) for m in _EMOJI_ALIAS.finditer(text)]
+    assert new == [(m.span(), m.group(1)) for m in OLD_EMOJI_ALIAS.finditer(text)]
+
+
+def test_emoji_alias_never_spans_another_delimiter():
+    """Each scan stops at the next opening delimiter, so it cannot rescan a long run of them."""
+    match = _EMOJI_ALIAS.search("\ue000\ue000\ue000fire\ue001")
+    assert match.span() == (2, 8) and match.group(1) == "fire"
+
+
+@pytest.mark.parametrize("text", ["\ue000" * 20000, "\ue000x" * 10000, "\ue001\ue000" * 10000])
+def test_delimiters_in_a_post_are_not_emoji(text):
+    assert normalize_post(text) == normalize_post(text.replace("\ue000", "").replace("\ue001", ""))
+
+
+def test_a_post_cannot_fake_an_emoji_alias():
+    assert normalize_post("x\ue000smile\ue001y") == "xsmiley"

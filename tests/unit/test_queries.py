@@ -157,3 +157,17 @@ def test_bm25_reads_the_first_words_of_a_huge_post():
     assert bm25_text("short post") == "short post"
     body = bm25_query(text, lang="en", filters=None, size=10)
     assert len(body["query"]["bool"]["must"][0]["multi_match"]["query"].split()) == BM25_MAX_WORDS
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a@" * 10000, "a@" * 255 + "a"),  # one word, 10,000 terms: a 502 (over 1,024 clauses)
+    ("中" * 20000, "中" * 256),  # no spaces: a term per character
+    ("http://" * 2857, "http://" * 255 + "http"),
+    ("x " * 100 + "中文" * 100, "x " * 100 + "中文" * 78),
+    ("Covid-19 vaccines don't alter DNA, say 2 of 3 doctors.", "Covid-19 vaccines don't alter DNA, say 2 of 3 doctors."),
+    ("a-" * 128, "a-" * 128),  # exactly BM25_MAX_TERMS: whole, trailing punctuation and all
+])
+def test_bm25_reads_at_most_max_terms(text, expected):
+    from plugin.search.queries import BM25_MAX_TERMS, _TERM, bm25_text
+    assert bm25_text(text) == expected
+    assert len(_TERM.findall(bm25_text(text))) <= BM25_MAX_TERMS

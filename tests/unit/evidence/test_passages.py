@@ -1,7 +1,9 @@
 """Passage splitting as hand-checkable tables."""
+import re
+
 import pytest
 
-from plugin.evidence.passages import (embedding_text, passages, size, split_document,
+from plugin.evidence.passages import (_SENTENCE_END, embedding_text, passages, size, split_document,
                                       split_sentences)
 
 
@@ -80,3 +82,34 @@ def test_bad_parameters(kwargs):
 ])
 def test_embedding_text_puts_the_title_first(title, expected):
     assert embedding_text(title, "The passage.") == expected
+
+
+#: The sentence-end pattern before issue 21; it rescanned a long run of spaces from each one.
+OLD_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[^a-z\s])|(?<=[。！？])\s*|\s*\n\s*")
+
+
+@pytest.mark.parametrize("text", [
+    "One. Two! Three? Four", "Line one\nLine two\n\n  Line three  ", "e.g. this stays",
+    "中文句子。第二句！", "  ", "end.  \n  next", "a \t \n\t b\r\nc", "x…  Y", "no end",
+    "trailing \n", "\n leading",
+])
+def test_sentence_end_splits_as_before(text):
+    assert _SENTENCE_END.split(text) == OLD_SENTENCE_END.split(text)
+
+
+def test_a_line_break_match_starts_where_its_white_space_starts():
+    """Not from inside a run: tried from every space of a run without a line break, the old
+    ``\\s*\\n\\s*`` rescanned the rest of the run each time (quadratic)."""
+    text = "a" + " " * 10 + "\nb"
+    assert _SENTENCE_END.search(text, 3) is None
+    assert _SENTENCE_END.search(text).span() == (1, 12)
+
+
+@pytest.mark.parametrize("text, expected", [
+    (" " * 20000, []),
+    ("a" + "\t" * 20000 + "b", ["a b"]),
+    ("a" + " " * 20000 + "\nb", ["a", "b"]),
+    (". " * 10000, ["."] * 10000),
+])
+def test_long_white_space_runs(text, expected):
+    assert split_sentences(text) == expected
