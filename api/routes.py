@@ -254,14 +254,15 @@ def ingest_evidence_route() -> Response:
        tag="fact-checks", response=s.FactCheckOut, errors=(502,))
 def get_factcheck(fact_check_id: str) -> Response:
     svc = services()
-    return reply(s.FactCheckOut.model_validate(svc.store.get(svc.settings.index, fact_check_id)))
+    return reply(s.FactCheckOut.model_validate(svc.store.get(svc.settings.index, fact_check_id,
+                                                                  noun="fact-check")))
 
 
 @route("DELETE", "/v1/fact-checks/<path:fact_check_id>", summary="Delete a fact-check",
        tag="fact-checks", scope=Scope.WRITE, status=204, errors=(502,))
 def delete_factcheck(fact_check_id: str) -> Response:
     svc = services()
-    svc.store.delete(svc.settings.index, fact_check_id)
+    svc.store.delete(svc.settings.index, fact_check_id, noun="fact-check")
     return no_content()
 
 
