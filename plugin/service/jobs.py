@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import secrets
 from collections.abc import Callable
@@ -16,12 +17,27 @@ from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any
 
-from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound
+from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound, public_problem
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.bodies import load_template, render
+
+
+log = logging.getLogger(__name__)
+
+#: The fields of a job that hold a problem body; any key of the tenant reads them.
+PROBLEM_FIELDS = ("error", "last_error", "previous_error")
+
+
+def public_job(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with its problems as they may leave the process (``public_problem``: no backend
+    addresses). Applied to every job written and read, so records written before the scrub
+    existed leave as scrubbed as new ones."""
+    if not any(isinstance(job.get(f), dict) for f in PROBLEM_FIELDS):
+        return job
+    return {**job, **{f: public_problem(job[f]) for f in PROBLEM_FIELDS if isinstance(job.get(f), dict)}}
 
 
 class JobStatus(str, Enum):
@@ -130,7 +146,7 @@ class JobStore:
         return self.kv.key("job", job_id)
 
     def _write(self, job: dict[str, Any], *, nx: bool = False) -> bool:
-        raw = json.dumps(job, ensure_ascii=False, default=str)
+        raw = json.dumps(public_job(job), ensure_ascii=False, default=str)
         return bool(self.kv.call("write job", self.kv.client.set, self._key(job["id"]), raw,
                                  ex=self.ttl, nx=nx))
 
@@ -142,13 +158,13 @@ class JobStore:
         if job_id is not None:
             live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
             if live is not None:  # Redis holds the newest state (a resubmitted post's included)
-                return json.loads(live), False
+                return public_job(json.loads(live)), False
             try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
                 found = self.store.find(self.alias, job_id)
             except BackendUnavailable:
                 found = None
             if found is not None:
-                return found, False
+                return public_job(found), False
         now = now_iso()
         job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
                "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input,
@@ -207,7 +223,7 @@ class JobStore:
         found = json.loads(raw) if raw is not None else self.store.find(self.alias, job_id)
         if found is None or not visible(found, tenant):
             raise NotFound(f"no job with id {job_id!r}")
-        return found
+        return public_job(found)
 
     def body(self, job_id: str) -> str:
         raw = self.kv.call("read job body", self.kv.client.get, self._key(job_id) + ":body")
@@ -238,13 +254,14 @@ class JobStore:
 
     def fail(self, job_id: str, error: dict[str, Any]) -> dict[str, Any]:
         """Record a failure; kept in Redis even when OpenSearch is the thing that failed."""
-        return self._end(job_id, JobStatus.FAILED, error=error)
+        return self._end(job_id, JobStatus.FAILED, error=_recorded(job_id, "failed", error))
 
     def requeue(self, job_id: str, error: dict[str, Any], retry_in: float) -> dict[str, Any]:
         """Back to ``queued`` after a transient failure, saying why and when it runs again."""
         job = self.get(job_id)
         due = datetime.now(timezone.utc) + timedelta(seconds=retry_in)
-        job.update(status=JobStatus.QUEUED.value, last_error=error, retry_in_s=round(retry_in, 1),
+        job.update(status=JobStatus.QUEUED.value, last_error=_recorded(job_id, "retried", error),
+                   retry_in_s=round(retry_in, 1),
                    queued_at=due.isoformat(timespec="milliseconds"))
         self._write(job)
         return job
@@ -288,6 +305,7 @@ class JobStore:
         for transient in ("last_error", "retry_in_s", "progress"):
             job.pop(transient, None)
         job.update(status=status.value, finished_at=now_iso(), **outcome)
+        job = public_job(job)
         try:
             self.ensure_index()
             self.store.put(self.alias, job_id, job)  # OpenSearch first: then Redis may forget it
@@ -297,3 +315,11 @@ class JobStore:
         self._write(job)
         self.kv.call("drop job body", self.kv.client.delete, self._key(job_id) + ":body")
         return job
+
+
+def _recorded(job_id: str, what: str, error: dict[str, Any]) -> dict[str, Any]:
+    """``error`` as the job record keeps it (scrubbed); the worker log keeps where it happened."""
+    public = public_problem(error)
+    if public is not error and public != error:
+        log.warning("job %s %s: %s", job_id, what, error.get("detail"))
+    return public
