@@ -80,10 +80,25 @@ def _age(stamp: str | None, now: datetime) -> float:
 
 def post_job_id(post_id: str, tenant: str = DEFAULT_TENANT) -> str:
     """Deterministic, so resubmitting a post finds its job instead of making another; the tenant
-    is part of it, so one newsroom cannot claim (or block) another's post ids. The default
-    tenant's ids are what they were before tenants existed."""
+    is part of it, so one newsroom cannot claim (or block) another's post ids. The pair is
+    encoded unambiguously (a JSON array, under a prefix no earlier scheme used) for every
+    tenant: no post id of one tenant hashes like another's."""
+    key = "post-v2\x00" + json.dumps([tenant, post_id], ensure_ascii=False)
+    return "post_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def legacy_post_job_id(post_id: str, tenant: str = DEFAULT_TENANT) -> str:
+    """The id ``post_job_id`` gave before: the bare post id for the default tenant,
+    ``"<tenant>\\x1f<post id>"`` for the others, which a default-tenant post id containing
+    ``\\x1f`` could forge. Only read (jobs made then are still their owner's), and only
+    trusted when ``owns`` says the job found there is that tenant's and that post's."""
     key = post_id if tenant == DEFAULT_TENANT else f"{tenant}\x1f{post_id}"
     return "post_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def owns(job: dict[str, Any], post_id: str, tenant: str) -> bool:
+    """Whether ``job`` is ``tenant``'s job for the post ``post_id``."""
+    return job.get("tenant", DEFAULT_TENANT) == tenant and job.get("ref") == post_id
 
 
 def visible(job: dict[str, Any], tenant: str | None) -> bool:
@@ -150,21 +165,38 @@ class JobStore:
         return bool(self.kv.call("write job", self.kv.client.set, self._key(job["id"]), raw,
                                  ex=self.ttl, nx=nx))
 
+    def _find(self, job_id: str) -> dict[str, Any] | None:
+        """The job under ``job_id`` wherever it is, or ``None``; an unreachable OpenSearch
+        counts as not there (what ``create`` and ``post_job`` need: a lookup, not a read)."""
+        live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
+        if live is not None:  # Redis holds the newest state (a resubmitted post's included)
+            return public_job(json.loads(live))
+        try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
+            found = self.store.find(self.alias, job_id)
+        except BackendUnavailable:
+            return None
+        return public_job(found) if found is not None else None
+
+    def post_job(self, post_id: str, tenant: str = DEFAULT_TENANT) -> str:
+        """The id of ``tenant``'s job for ``post_id``: the one ``post_job_id`` makes, unless
+        only a job made under the earlier scheme exists and it is that tenant's for that post
+        (a job another tenant forged under the old id is not)."""
+        current = post_job_id(post_id, tenant)
+        if self._find(current) is None:
+            old = self._find(legacy_post_job_id(post_id, tenant))
+            if old is not None and owns(old, post_id, tenant):
+                return old["id"]
+        return current
+
     def create(self, kind: JobKind, input: dict[str, Any], *, job_id: str | None = None,
                ref: str | None = None, body: str | None = None,
                tenant: str = DEFAULT_TENANT) -> tuple[dict[str, Any], bool]:
         """Record a queued job. With a given ``job_id`` (deterministic ids make submissions
         idempotent) an existing job is returned instead; ``(job, created)``."""
         if job_id is not None:
-            live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
-            if live is not None:  # Redis holds the newest state (a resubmitted post's included)
-                return public_job(json.loads(live)), False
-            try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
-                found = self.store.find(self.alias, job_id)
-            except BackendUnavailable:
-                found = None
+            found = self._find(job_id)
             if found is not None:
-                return public_job(found), False
+                return found, False
         now = now_iso()
         job = {"id": job_id or new_job_id(), "kind": kind.value, "status": JobStatus.QUEUED.value,
                "created_at": now, "queued_at": now, "attempts": 0, "ref": ref, "input": input,
@@ -182,8 +214,11 @@ class JobStore:
         (``created`` false); the same id with different content is a ``Conflict``."""
         fp = fingerprint(post)
         job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
-                                   job_id=post_job_id(post["id"], tenant), ref=post["id"],
+                                   job_id=self.post_job(post["id"], tenant), ref=post["id"],
                                    tenant=tenant)
+        if not created and not owns(job, post["id"], tenant):
+            # only a job id forged under the earlier scheme can be another's: say nothing of it
+            raise Conflict(f"post id {post['id']!r} cannot be used; use a new id")
         if not created and job.get("input", {}).get("fingerprint") != fp:
             raise Conflict(f"post id {post['id']!r} was already submitted with different content; "
                            "use a new id for a new post")
@@ -198,7 +233,13 @@ class JobStore:
         return job, created
 
     def get_post(self, post_id: str, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
-        return self.get(post_job_id(post_id, tenant), tenant)
+        try:
+            job = self.get(self.post_job(post_id, tenant), tenant)
+        except NotFound:
+            job = None
+        if job is None or not owns(job, post_id, tenant):
+            raise NotFound(f"no post with id {post_id[:200]!r}")
+        return job
 
     def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
         """Hand a job to the queue with ``send``. If the queue cannot be reached the job is

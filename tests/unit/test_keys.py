@@ -67,3 +67,13 @@ def test_a_cluster_is_several_urls():
     store = Store(settings)
     assert store.url == "http://a:9211, http://b:9212"
     assert len(store.client.transport.connection_pool.connections) == 2
+
+
+def test_key_names_refuse_control_characters():
+    from plugin.service.keys import KeyStore
+    from plugin.service.kv import KV
+    from plugin.settings import Settings
+
+    keys = KeyStore(KV(Settings(), client=object()), Settings())
+    with pytest.raises(BadInput, match="control characters"):
+        keys.create("ops\x1b[2Jfake line", Scope.READ)
