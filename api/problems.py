@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 from flask import Response
 
-from plugin.errors import FactSieveError, RateLimited, Unauthorized, problem
+from plugin.errors import FactSieveError, RateLimited, Unauthorized, problem, public_problem
 
 __all__ = ["PROBLEM_JSON", "error_response", "problem", "problem_response", "rate_limit_headers"]
 
@@ -21,15 +20,6 @@ def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
     for name, value in (headers or {}).items():
         resp.headers[name] = value
     return resp
-
-
-#: A URL (scheme://…) or host:port in a message: backend addresses stay out of API responses.
-_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s,;)]+|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\blocalhost:\d+\b")
-
-
-def public_detail(detail: str) -> str:
-    """``detail`` with every backend address replaced: a client learns what failed, not where."""
-    return _ADDRESS.sub("<backend>", detail)
 
 
 def rate_limit_headers(limit: int | None, remaining: int, reset: int | None) -> dict[str, str]:
@@ -54,5 +44,4 @@ def error_response(exc: FactSieveError) -> Response:
     body = exc.to_problem()
     if body["status"] >= 500:  # backend failures name addresses; the log keeps them, clients do not
         log.warning("%s: %s", body["title"], body["detail"])
-        body["detail"] = public_detail(body["detail"])
-    return problem_response(body, headers)
+    return problem_response(public_problem(body), headers)

@@ -286,7 +286,7 @@ def get_factcheck(fact_check_id: str) -> Response:
     from plugin import owners
 
     svc = services()
-    doc = dict(svc.store.get(svc.settings.index, fact_check_id))
+    doc = dict(svc.store.get(svc.settings.index, fact_check_id, noun="fact-check"))
     if g.api_key.sees not in (None, owners.owner_of(doc)):
         doc.pop(owners.FIELD, None)  # the corpus is shared; who wrote it is the owner's business
     return reply(s.FactCheckOut.model_validate(doc))

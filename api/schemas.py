@@ -13,7 +13,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_mode
                       model_validator)
 
 from plugin.service.jobs import JobKind, JobStatus
-from plugin.models import LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode
+from plugin.models import (LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode,
+                           no_control_chars)
 from plugin.service.webhooks import DeliveryStatus, Event
 
 LangCode = Annotated[str, Field(pattern=LANG_CODE, description="ISO 639-1 code, e.g. 'en'")]
@@ -209,7 +210,8 @@ class JobOut(Response):
 
 class PostIn(Request):
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
-                    description="your id for the post; submissions are idempotent on it")
+                    description="your id for the post; submissions are idempotent on it; "
+                                "no control characters")
     text: Text
     lang: LangCode | None = None
     date: dt.date | None = None
@@ -218,6 +220,7 @@ class PostIn(Request):
 
     _text = field_validator("text", mode="before")(_not_blank)
     _id = field_validator("id", mode="before")(_not_blank)
+    _printable = field_validator("id", "url")(no_control_chars)
 
 
 class PostAccepted(JobAccepted):
@@ -272,7 +275,7 @@ class WebhookIn(Request):
     def _http(cls, v: object) -> object:
         if isinstance(v, str) and not v.lower().startswith(("http://", "https://")):
             raise ValueError("must be an http or https URL")
-        return v
+        return no_control_chars(v)
 
 
 class WebhookOut(Response):

@@ -5,12 +5,57 @@ Each error knows its HTTP status and CLI exit code, so the Flask error handler a
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
 def problem(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
     """An RFC 9457 problem body: the one error shape of the API, job results and webhooks."""
     return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+
+
+#: Where a backend is, in any form a message may name it: a URL (credentials and all), a bare
+#: ``user:password@host``, an IPv6 literal (``[::1]:9200``, ``fe80::1``), an IPv4 address,
+#: ``localhost``, urllib3's ``host='…'`` and any ``name:port`` (``opensearch:9200``). Matching
+#: more than an address (a ``word:12`` that is none) costs a word of the message; missing one
+#: costs the deployment's layout, so the forms are generous.
+_ADDRESS = re.compile(r"""
+      \b[a-z][a-z0-9+.-]*://[^\s,;)'"<>]+                     # scheme://[user:pass@]host[:port]/…
+    | [^\s/@'"<>(\[]+:[^\s/@'"<>]*@[^\s/'"<>,;)]+            # user:pass@host, no scheme
+    | \[[0-9a-f:.]*:[0-9a-f:.]*(?:%[\w.-]+)?\](?::\d+)?        # [IPv6] and [IPv6]:port
+    | \bhost=(?:'[^']*'|"[^"]*")                                 # urllib3's host='…'
+    | (?<![\w:.])(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}(?![\w:])    # IPv6, all eight groups
+    | (?<![\w:.])(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?::         # IPv6 with a "::" …
+      (?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?(?:\.\d{1,3}){0,3}(?![\w:])
+    | \b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b                   # IPv4[:port]
+    | \blocalhost(?::\d{1,5})?\b
+    | \b[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{1,5}\b               # name:port
+""", re.IGNORECASE | re.VERBOSE)
+#: What an address becomes.
+HIDDEN = "<backend>"
+
+
+def scrub(text: str) -> str:
+    """``text`` with every backend address (and any credentials in it) replaced by ``<backend>``:
+    whoever reads it learns what failed, not where. Pure; the one scrub of the code base."""
+    return _ADDRESS.sub(HIDDEN, text)
+
+
+def public_problem(body: dict[str, Any]) -> dict[str, Any]:
+    """The problem body as it may leave the process (an HTTP reply, a job's ``error`` or
+    ``last_error``, a webhook): a 5xx one names a backend that failed, so its ``detail`` and
+    field messages are scrubbed; a 4xx one is about the client's own input and is left whole
+    (it may quote a URL the client sent). Returns a new dict."""
+    if not isinstance(body, dict) or not isinstance(body.get("status"), int) or body["status"] < 500:
+        return body
+    out = dict(body)
+    if isinstance(out.get("detail"), str):
+        out["detail"] = scrub(out["detail"])
+    if isinstance(out.get("errors"), list):
+        out["errors"] = [{**e, "message": scrub(e["message"])}
+                         if isinstance(e, dict) and isinstance(e.get("message"), str) else e
+                         for e in out["errors"]]
+    return out
 
 
 class FactSieveError(Exception):

@@ -23,6 +23,19 @@ MAX_K = 100
 MAX_WITHIN_DAYS = 36500
 #: A language as the API and the matcher take it: ISO 639-1 (639-3 where there is no 639-1).
 LANG_CODE = r"^[a-z]{2,3}$"
+#: C0 and C1 control characters and DEL: never in an id or URL a client sends. Ids are hashed,
+#: joined into keys and logged; a separator such as ``\x1f`` inside one once let it pose as
+#: another (a default-tenant post id as another tenant's).
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def no_control_chars(value: Any) -> Any:
+    """A pydantic validator: refuses a string holding a control character, naming which."""
+    if isinstance(value, str):
+        found = CONTROL_CHARS.search(value)
+        if found:
+            raise ValueError(f"must not contain control characters (found U+{ord(found.group()):04X})")
+    return value
 
 
 class Verdict(str, Enum):
@@ -182,7 +195,7 @@ class FactCheck(BaseModel):
         # catch them here so one bad id cannot sink its neighbours.
         if v is not None and len(v.encode("utf-8")) > 512:
             raise ValueError("id is longer than 512 bytes")
-        return v
+        return no_control_chars(v)
 
     @field_validator("published_at", mode="before")
     @classmethod
@@ -204,7 +217,7 @@ class FactCheck(BaseModel):
     def _url(cls, v: Any) -> str | None:
         if v is None or str(v).strip() == "":
             return None
-        text = str(v).strip()
+        text = no_control_chars(str(v).strip())
         parts = urlsplit(text)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"not an http(s) URL: {text!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -266,3 +266,15 @@ def redact_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``http://user:pw@host:8089/v1`` → ``("http://host:8089/v1", ("user", "pw"))``: the URL a
+    client may keep, show and log, and the credentials to send as basic auth instead (pure).
+    Path and query stay; a URL without credentials comes back as it is, with ``None``."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    netloc = parts.netloc.rpartition("@")[2]
+    return (urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)),
+            (unquote(parts.username or ""), unquote(parts.password or "")))

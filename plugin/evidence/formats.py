@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from plugin.evidence.urls import domain_of, url_key
 from plugin.ingest.formats.base import RawRecord, json_kind, loads
 from plugin.ingest.pipeline import validation_reason
-from plugin.models import FactCheck
+from plugin.models import FactCheck, no_control_chars
 
 #: A longer line is rejected without being held: 16 MiB is far beyond any scraped page.
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -70,7 +70,8 @@ class EvidenceDocument(BaseModel):
     @field_validator("claim_id", mode="before")
     @classmethod
     def _claim_id(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        v = str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        return no_control_chars(v.strip()) if isinstance(v, str) else v  # ends are stripped anyway
 
     @model_validator(mode="after")
     def _derive(self) -> EvidenceDocument:

@@ -211,9 +211,14 @@ class Store:
         return True
 
     # -- documents -----------------------------------------------------------------------------
-    def get(self, index: str, doc_id: str) -> dict[str, Any]:
-        found = self._call(f"get {doc_id}", self.client.get, index=index, id=doc_id,
-                           _source_excludes=["embedding"])
+    def get(self, index: str, doc_id: str, *, noun: str = "document") -> dict[str, Any]:
+        """The document's source; ``NotFound`` names the ``noun`` and the id, in the caller's
+        terms (never the index behind the alias, nor OpenSearch's answer)."""
+        try:
+            found = self._call(f"get {doc_id}", self.client.get, index=index, id=doc_id,
+                               _source_excludes=["embedding"])
+        except NotFound:
+            raise NotFound(f"no {noun} with id {doc_id[:200]!r}") from None
         return found["_source"]
 
     def find(self, index: str, doc_id: str) -> dict[str, Any] | None:
@@ -247,15 +252,18 @@ class Store:
         self._call(f"index {doc_id}", self.client.index, index=index, id=doc_id, body=body,
                    refresh=refresh)
 
-    def delete(self, index: str, doc_id: str, *, if_seq_no: int | None = None,
-               if_primary_term: int | None = None) -> None:
-        """Delete one document; with ``if_seq_no``/``if_primary_term``, only the version read
-        (another version: ``Conflict``, nothing deleted)."""
+    def delete(self, index: str, doc_id: str, *, noun: str = "document",
+               if_seq_no: int | None = None, if_primary_term: int | None = None) -> None:
+        """Delete one document (``NotFound`` as ``get`` says it); with ``if_seq_no``/
+        ``if_primary_term``, only the version read (another version: ``Conflict``, nothing
+        deleted)."""
         params = ({"if_seq_no": if_seq_no, "if_primary_term": if_primary_term}
                   if if_seq_no is not None else {})
         try:
             self._call(f"delete {doc_id}", self.client.delete, index=index, id=doc_id,
                        refresh="wait_for", **params)
+        except NotFound:
+            raise NotFound(f"no {noun} with id {doc_id[:200]!r}") from None
         except BackendError as exc:
             if isinstance(exc.__cause__, osx.ConflictError):
                 raise Conflict(f"{doc_id} changed while it was being deleted; nothing was "
@@ -389,9 +397,21 @@ def _denied(reason: str) -> str:
 
 
 def _reason(exc: osx.TransportError) -> str:
+    """What OpenSearch said went wrong, in a message's words: the error's type and its root
+    cause's reason. Never the raw body: a JSON answer without an error (a missing document's
+    ``{"_index": "<the physical index>", "found": false}``) says only that, and a non-JSON one
+    (a proxy's page) its first line."""
     info = exc.info if isinstance(exc.info, dict) else {}
     err = info.get("error")
     if isinstance(err, dict):
         root = (err.get("root_cause") or [{}])[0]
         return f"{err.get('type', '')}: {root.get('reason') or err.get('reason')}".strip(": ")
-    return str(exc.error) if exc.error else str(exc)
+    if isinstance(err, str):
+        return err[:200]
+    if info:
+        return "not found" if info.get("found") is False or info.get("result") == "not_found" \
+            else f"HTTP {exc.status_code}"
+    text = str(exc.error or "").strip()
+    if not text or text[0] in "{[":  # JSON under another content type: still a raw body
+        return f"HTTP {exc.status_code}"
+    return text.splitlines()[0][:200]

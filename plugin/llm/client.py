@@ -23,7 +23,7 @@ from requests import exceptions as rx
 from requests.adapters import HTTPAdapter
 
 from plugin.errors import LLMError, LLMNotConfigured, LLMOutputInvalid, LLMUnavailable
-from plugin.settings import Settings
+from plugin.settings import Settings, redact_url, split_credentials
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -155,7 +155,11 @@ class LLMClient:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.url = (settings.llm_url or "").rstrip("/") or None
+        # credentials in the URL go out as basic auth and nowhere else: ``url`` (what requests
+        # are sent to) holds none, and ``shown_url`` (what messages and logs name) no query either
+        url, credentials = split_credentials((settings.llm_url or "").rstrip("/"))
+        self.url = url or None
+        self.shown_url = redact_url(url) if url else None
         self.model = settings.llm_model
         self.max_tokens = settings.llm_max_tokens
         self.temperature = settings.llm_temperature
@@ -168,11 +172,13 @@ class LLMClient:
         if settings.llm_api_key is not None:
             key = settings.llm_api_key.get_secret_value()
             self.session.headers["Authorization"] = f"Bearer {key}"
+        if credentials is not None:  # as requests did with them in the URL: basic auth wins
+            self.session.auth = credentials
         self._lock = threading.Lock()
         self._totals = TokenTotals()
 
     def __repr__(self) -> str:  # never the key
-        return f"LLMClient(url={self.url!r}, model={self.model!r})"
+        return f"LLMClient(url={self.shown_url!r}, model={self.model!r})"
 
     def close(self) -> None:
         self.session.close()
@@ -243,12 +249,13 @@ class LLMClient:
             hint = (f"; the answer was cut at max_tokens={max_tokens}: raise it "
                     f"(FACTSIEVE_LLM_MAX_TOKENS) or ask for less")
         return LLMOutputInvalid(
-            f"the LLM at {self.url} answered with no valid {schema.__name__} after one retry "
+            f"the LLM at {self.shown_url} answered with no valid {schema.__name__} after one retry "
             f"({_why(exc)}){hint}; the answer began: {raw!r}", raw=raw)
 
     def _complete(self, body: dict[str, Any]) -> _Answer:
         """POST one request, retrying connection failures and ``RETRY_STATUSES`` with backoff."""
         url = f"{self.url}/chat/completions"
+        shown = f"{self.shown_url}/chat/completions"  # the URL every message and log line names
         problem = ""
         for attempt in range(RETRIES + 1):
             if attempt:
@@ -259,7 +266,7 @@ class LLMClient:
                     resp = self.session.post(url, json=body, timeout=self.timeout)
             except rx.ReadTimeout as exc:  # the server is generating; another try waits as long
                 raise LLMUnavailable(
-                    f"the LLM at {url} did not answer within {self.timeout[1]:g} s: raise "
+                    f"the LLM at {shown} did not answer within {self.timeout[1]:g} s: raise "
                     f"FACTSIEVE_LLM_TIMEOUT_S, lower FACTSIEVE_LLM_MAX_TOKENS or "
                     f"FACTSIEVE_LLM_CONCURRENCY") from exc
             except rx.ConnectionError as exc:  # refused, reset, DNS, connect timeout
@@ -269,19 +276,19 @@ class LLMClient:
                 problem = f"failing ({resp.status_code}: {_server_message(resp)})"
                 continue
             if resp.status_code >= 400:
-                raise LLMError(f"the LLM at {url} rejected the request ({resp.status_code}: "
+                raise LLMError(f"the LLM at {shown} rejected the request ({resp.status_code}: "
                                f"{_server_message(resp)}){_hint(resp.status_code)}")
-            answer = _Answer.from_response(resp, url, time.perf_counter() - t0)
+            answer = _Answer.from_response(resp, shown, time.perf_counter() - t0)
             with self._lock:
                 t = self._totals
                 self._totals = TokenTotals(t.requests + 1, t.prompt_tokens + answer.prompt_tokens,
                                            t.completion_tokens + answer.completion_tokens,
                                            t.seconds + answer.seconds)
-            log.debug("LLM %s: %d+%d tokens in %.2f s (%s)", url, answer.prompt_tokens,
+            log.debug("LLM %s: %d+%d tokens in %.2f s (%s)", shown, answer.prompt_tokens,
                       answer.completion_tokens, answer.seconds, answer.finish_reason)
             return answer
         raise LLMUnavailable(
-            f"the LLM at {url} is {problem} after {RETRIES + 1} tries: start the local one with "
+            f"the LLM at {shown} is {problem} after {RETRIES + 1} tries: start the local one with "
             f"`make up` (scripts/services.sh up), or set FACTSIEVE_LLM_URL")
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any
 
-from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound
+from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound, public_problem
 from plugin.service.admission import REPAIR_GRACE_S, Admission, stale
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
@@ -31,6 +31,18 @@ from plugin.index.store import Store
 from plugin.index.bodies import load_template, render
 
 log = logging.getLogger(__name__)
+
+#: The fields of a job that hold a problem body; any key of the tenant reads them.
+PROBLEM_FIELDS = ("error", "last_error", "previous_error")
+
+
+def public_job(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with its problems as they may leave the process (``public_problem``: no backend
+    addresses). Applied to every job written and read, so records written before the scrub
+    existed leave as scrubbed as new ones."""
+    if not any(isinstance(job.get(f), dict) for f in PROBLEM_FIELDS):
+        return job
+    return {**job, **{f: public_problem(job[f]) for f in PROBLEM_FIELDS if isinstance(job.get(f), dict)}}
 
 
 class JobStatus(str, Enum):
@@ -74,10 +86,25 @@ def _age(stamp: str | None, now: datetime) -> float:
 
 def post_job_id(post_id: str, tenant: str = DEFAULT_TENANT) -> str:
     """Deterministic, so resubmitting a post finds its job instead of making another; the tenant
-    is part of it, so one newsroom cannot claim (or block) another's post ids. The default
-    tenant's ids are what they were before tenants existed."""
+    is part of it, so one newsroom cannot claim (or block) another's post ids. The pair is
+    encoded unambiguously (a JSON array, under a prefix no earlier scheme used) for every
+    tenant: no post id of one tenant hashes like another's."""
+    key = "post-v2\x00" + json.dumps([tenant, post_id], ensure_ascii=False)
+    return "post_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def legacy_post_job_id(post_id: str, tenant: str = DEFAULT_TENANT) -> str:
+    """The id ``post_job_id`` gave before: the bare post id for the default tenant,
+    ``"<tenant>\\x1f<post id>"`` for the others, which a default-tenant post id containing
+    ``\\x1f`` could forge. Only read (jobs made then are still their owner's), and only
+    trusted when ``owns`` says the job found there is that tenant's and that post's."""
     key = post_id if tenant == DEFAULT_TENANT else f"{tenant}\x1f{post_id}"
     return "post_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def owns(job: dict[str, Any], post_id: str, tenant: str) -> bool:
+    """Whether ``job`` is ``tenant``'s job for the post ``post_id``."""
+    return job.get("tenant", DEFAULT_TENANT) == tenant and job.get("ref") == post_id
 
 
 def visible(job: dict[str, Any], tenant: str | None) -> bool:
@@ -145,9 +172,32 @@ class JobStore:
         return self.kv.key("job", job_id)
 
     def _write(self, job: dict[str, Any], *, nx: bool = False) -> bool:
-        raw = json.dumps(job, ensure_ascii=False, default=str)
+        raw = json.dumps(public_job(job), ensure_ascii=False, default=str)
         return bool(self.kv.call("write job", self.kv.client.set, self._key(job["id"]), raw,
                                  ex=self.ttl, nx=nx))
+
+    def _find(self, job_id: str) -> dict[str, Any] | None:
+        """The job under ``job_id`` wherever it is, or ``None``; an unreachable OpenSearch
+        counts as not there (what ``create`` and ``post_job`` need: a lookup, not a read)."""
+        live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
+        if live is not None:  # Redis holds the newest state (a resubmitted post's included)
+            return public_job(json.loads(live))
+        try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
+            found = self.store.find(self.alias, job_id)
+        except BackendUnavailable:
+            return None
+        return public_job(found) if found is not None else None
+
+    def post_job(self, post_id: str, tenant: str = DEFAULT_TENANT) -> str:
+        """The id of ``tenant``'s job for ``post_id``: the one ``post_job_id`` makes, unless
+        only a job made under the earlier scheme exists and it is that tenant's for that post
+        (a job another tenant forged under the old id is not)."""
+        current = post_job_id(post_id, tenant)
+        if self._find(current) is None:
+            old = self._find(legacy_post_job_id(post_id, tenant))
+            if old is not None and owns(old, post_id, tenant):
+                return old["id"]
+        return current
 
     def create(self, kind: JobKind, input: dict[str, Any], *, job_id: str | None = None,
                ref: str | None = None, body: str | None = None,
@@ -155,13 +205,7 @@ class JobStore:
         """Record a queued job. With a given ``job_id`` (deterministic ids make submissions
         idempotent) an existing job is returned instead; ``(job, created)``."""
         if job_id is not None:
-            live = self.kv.call("read job", self.kv.client.get, self._key(job_id))
-            if live is not None:  # Redis holds the newest state (a resubmitted post's included)
-                return json.loads(live), False
-            try:  # finished long ago: Redis may have forgotten it, OpenSearch has not
-                found = self.store.find(self.alias, job_id)
-            except BackendUnavailable:
-                found = None
+            found = self._find(job_id)
             if found is not None:
                 return found, False
         now = now_iso()
@@ -182,8 +226,11 @@ class JobStore:
         (``created`` false); the same id with different content is a ``Conflict``."""
         fp = fingerprint(post)
         job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
-                                   job_id=post_job_id(post["id"], tenant), ref=post["id"],
+                                   job_id=self.post_job(post["id"], tenant), ref=post["id"],
                                    tenant=tenant)
+        if not created and not owns(job, post["id"], tenant):
+            # only a job id forged under the earlier scheme can be another's: say nothing of it
+            raise Conflict(f"post id {post['id']!r} cannot be used; use a new id")
         if not created and job.get("input", {}).get("fingerprint") != fp:
             raise Conflict(f"post id {post['id']!r} was already submitted with different content; "
                            "use a new id for a new post")
@@ -199,7 +246,13 @@ class JobStore:
         return job, created
 
     def get_post(self, post_id: str, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
-        return self.get(post_job_id(post_id, tenant), tenant)
+        try:
+            job = self.get(self.post_job(post_id, tenant), tenant)
+        except NotFound:
+            job = None
+        if job is None or not owns(job, post_id, tenant):
+            raise NotFound(f"no post with id {post_id[:200]!r}")
+        return job
 
     def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
         """Hand a job to the queue with ``send`` when its tenant has a free dispatch slot (else it
@@ -227,7 +280,7 @@ class JobStore:
         found = json.loads(raw) if raw is not None else self.store.find(self.alias, job_id)
         if found is None or not visible(found, tenant):
             raise NotFound(f"no job with id {job_id!r}")
-        return found
+        return public_job(found)
 
     def body(self, job_id: str) -> str:
         raw = self.kv.call("read job body", self.kv.client.get, self._key(job_id) + ":body")
@@ -258,13 +311,14 @@ class JobStore:
 
     def fail(self, job_id: str, error: dict[str, Any]) -> dict[str, Any]:
         """Record a failure; kept in Redis even when OpenSearch is the thing that failed."""
-        return self._end(job_id, JobStatus.FAILED, error=error)
+        return self._end(job_id, JobStatus.FAILED, error=_recorded(job_id, "failed", error))
 
     def requeue(self, job_id: str, error: dict[str, Any], retry_in: float) -> dict[str, Any]:
         """Back to ``queued`` after a transient failure, saying why and when it runs again."""
         job = self.get(job_id)
         due = datetime.now(timezone.utc) + timedelta(seconds=retry_in)
-        job.update(status=JobStatus.QUEUED.value, last_error=error, retry_in_s=round(retry_in, 1),
+        job.update(status=JobStatus.QUEUED.value, last_error=_recorded(job_id, "retried", error),
+                   retry_in_s=round(retry_in, 1),
                    queued_at=due.isoformat(timespec="milliseconds"))
         self._write(job)
         return job
@@ -314,6 +368,7 @@ class JobStore:
         for transient in ("last_error", "retry_in_s", "progress"):
             job.pop(transient, None)
         job.update(status=status.value, finished_at=now_iso(), **outcome)
+        job = public_job(job)
         try:
             self.ensure_index()
             self.store.put(self.alias, job_id, job)  # OpenSearch first: then Redis may forget it
@@ -367,3 +422,11 @@ class JobStore:
             admitted += self._send_admitted(tenant, self.admission.release(tenant), resend)
             waiting.update(self.admission.waiting(tenant))
         return released, admitted, waiting
+
+
+def _recorded(job_id: str, what: str, error: dict[str, Any]) -> dict[str, Any]:
+    """``error`` as the job record keeps it (scrubbed); the worker log keeps where it happened."""
+    public = public_problem(error)
+    if public is not error and public != error:
+        log.warning("job %s %s: %s", job_id, what, error.get("detail"))
+    return public

@@ -20,6 +20,7 @@ from typing import Any
 
 from plugin.errors import BadInput, NotFound, RateLimited, Unauthorized
 from plugin.owners import DEFAULT_TENANT, Writer
+from plugin.models import CONTROL_CHARS
 from plugin.service.kv import KV
 from plugin.settings import Settings
 
@@ -111,6 +112,8 @@ class KeyStore:
         name = name.strip()
         if not name or len(name) > 200:
             raise BadInput("a key needs a --name of 1 to 200 characters")
+        if CONTROL_CHARS.search(name):  # names are listed and logged: no forged lines
+            raise BadInput("a key's --name must not contain control characters")
         key = self.prefix + secrets.token_urlsafe(32)
         record = ApiKey(id="key_" + secrets.token_hex(8), name=name, scope=scope,
                         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from plugin.errors import BadInput, InvalidRequest, NotFound
+from plugin.errors import BadInput, InvalidRequest, NotFound, scrub
 # the transport and the address rules live in ``outbound``; re-exported here, where callers and
 # tests have always found them
 from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
@@ -453,6 +453,8 @@ class WebhookStore:
     def _record(self, rec: dict[str, Any], code: int | None, error: str | None,
                 duration_ms: float, *, final: bool = False) -> Outcome:
         n = len(rec["attempts"]) + 1
+        # the log is read through the API: what failed, never the addresses a host resolved to
+        error = scrub(error) if error is not None else None
         rec["attempts"].append({"n": n, "at": now_iso(), "status_code": code, "error": error,
                                 "duration_ms": round(duration_ms, 1)})
         rec["updated_at"] = now_iso()

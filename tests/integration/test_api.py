@@ -197,6 +197,19 @@ def test_factcheck_get_delete(fc_client, auth):
     assert fc_client.delete("/v1/fact-checks/api-1", headers=auth).status_code == 404
 
 
+@pytest.mark.parametrize("ingested", [True, False])  # an unknown id; no index behind the alias yet
+def test_unknown_factcheck_404_names_the_id_not_the_index(fc_client, auth, ingested):
+    if ingested:
+        rows = [json.loads(line) for line in API_FACTCHECKS.read_text().splitlines()]
+        assert fc_client.post("/v1/fact-checks", json=rows[:1], headers=auth).status_code == 200
+    for resp in (fc_client.get("/v1/fact-checks/no-such-check", headers=auth),
+                 fc_client.delete("/v1/fact-checks/no-such-check", headers=auth)):
+        body = problem_of(resp)
+        assert resp.status_code == 404 and body["detail"] == "no fact-check with id 'no-such-check'"
+        # neither the physical index (fs-test-…-v1) nor OpenSearch's raw answer
+        assert "fs-test" not in resp.get_data(as_text=True) and "_index" not in body["detail"]
+
+
 def test_ingest_rejects(fc_client, auth):
     resp = fc_client.post("/v1/fact-checks", json=[{"claim": ""}, {"title": "no claim"}], headers=auth)
     assert resp.status_code == 422

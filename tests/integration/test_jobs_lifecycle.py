@@ -93,3 +93,35 @@ def test_a_failed_post_can_be_submitted_again(api_services):
     assert again["previous_error"]["detail"] == "down"
     same, created = api_services.jobs.submit_post(post)
     assert not created and same["status"] == JobStatus.QUEUED.value
+
+
+def test_a_job_failing_on_an_unreachable_opensearch_names_no_address(api_services, caplog):
+    """Issue 21 (medium 4): the job record is read by any key of the tenant; it says what failed,
+    the worker log says where, and neither holds the credentials."""
+    import json
+    import logging
+
+    from plugin.service.services import Services
+
+    settings = api_services.settings.model_copy(update={
+        "opensearch_url": "http://admin:s3cret@127.0.0.1:9", "opensearch_timeout_s": 2.0})
+    down = Services(settings, embedder=api_services.embedder, kv=api_services.kv)
+    job_id = new_job(down)
+    limit = settings.task_max_retries
+
+    def count(services, job):  # any OpenSearch call: the cluster is not there
+        return {"n": services.store.count(services.settings.index)}
+
+    with caplog.at_level(logging.WARNING):
+        with pytest.raises(Retry):
+            tasks._run(FakeTask(down, 0), job_id, count)
+        queued = down.jobs.get(job_id)
+        assert queued["last_error"]["status"] == 503 and "OpenSearch" in queued["last_error"]["detail"]
+        out = tasks._run(FakeTask(down, limit), job_id, count)
+    assert out["status"] == JobStatus.FAILED.value
+    failed = down.jobs.get(job_id)
+    assert failed["error"]["title"] == "Backend unavailable" and "OpenSearch" in failed["error"]["detail"]
+    for record in (queued, failed, json.loads(api_services.kv.client.get(api_services.kv.key("job", job_id)))):
+        text = json.dumps(record)
+        assert "127.0.0.1" not in text and ":9" not in text and "s3cret" not in text
+    assert "127.0.0.1:9" in caplog.text and "s3cret" not in caplog.text  # the operator's log

@@ -63,6 +63,23 @@ def test_jobs_and_posts_are_the_tenants_own(client, keys):
     assert client.get(f"/v1/posts/{post['id']}", headers=keys["a"]).get_json()["id"] == first["job_id"]
 
 
+def test_the_default_tenant_cannot_squat_another_tenants_post_ids(client, auth, keys, api_services):
+    """Issue 21 (medium 5): ``"<tenant>\x1f<id>"`` from a default-tenant key once hashed like
+    tenant a's ``<id>``: a 202 there told whether a used the id and blocked it for good."""
+    tenant_a = f"a-{keys['tag']}"
+    post_id = f"p-{uuid.uuid4().hex[:8]}"
+    squat = client.post("/v1/posts", json={"id": f"{tenant_a}\x1f{post_id}", "text": "squatted",
+                                           "lang": "en"}, headers=auth)
+    assert squat.status_code == 422 and problem_of(squat)["errors"][0]["field"] == "id"
+    assert "control characters" in problem_of(squat)["errors"][0]["message"]
+    # below the API's schema too: the job ids no longer collide
+    api_services.jobs.submit_post({"id": f"{tenant_a}\x1f{post_id}", "text": "squatted", "lang": "en"})
+    own = client.post("/v1/posts", json={"id": post_id, "text": "Drinking bleach cures covid",
+                                         "lang": "en"}, headers=keys["a"])
+    assert own.status_code == 202 and own.get_json()["duplicate"] is False
+    assert client.get(f"/v1/posts/{post_id}", headers=keys["a"]).get_json()["id"] == own.get_json()["job_id"]
+
+
 def test_webhooks_and_their_logs_are_the_tenants_own(client, keys, receiver):
     hook = {"url": receiver.url("/tenants"), "events": ["post.matched"], "languages": ["ko"], "min_score": 999.5}
     a = client.post("/v1/webhooks", json=hook, headers=keys["a"]).get_json()
@@ -150,8 +167,6 @@ def test_only_the_owner_or_an_admin_changes_a_fact_check(fc_client, keys):
 
 
 def test_a_fact_check_stored_without_an_owner_is_defaults(fc_client, keys, api_services, store):
-    from api import create_app
-
     # an old document: written before owners were recorded
     fc_client.post("/v1/fact-checks", json=[{"claim": "bootstrap the alias"}], headers=keys["a"])
     alias = fc_client.application.extensions["factsieve"].settings.index

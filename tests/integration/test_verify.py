@@ -189,8 +189,9 @@ def test_a_running_verification_reports_its_stage_and_turn(api_services, evidenc
 
 def test_verify_job_fails_with_the_reason_when_the_llm_is_down(
         api_services, client, auth, tmp_path, evidence_alias):
+    port = closed_port()
     settings = namespaced(api_services.settings, uuid.uuid4().hex[:10],
-                          llm_url=f"http://127.0.0.1:{closed_port()}/v1", task_max_retries=1)
+                          llm_url=f"http://user:secret@127.0.0.1:{port}/v1", task_max_retries=1)
     from plugin.service.services import Services
 
     svc = Services(settings, store=api_services.store, embedder=api_services.embedder)
@@ -204,7 +205,12 @@ def test_verify_job_fails_with_the_reason_when_the_llm_is_down(
         resp = c.post("/v1/verify", headers=h, json={"claim": CLAIM, "config": "qa-loop"})
         job = poll_job(c, h, resp.get_json()["job_id"], timeout=90)
         assert job["status"] == "failed" and job["attempts"] == 2  # one retry, then the reason
-        assert job["error"]["title"] == "LLM unavailable" and "127.0.0.1" in job["error"]["detail"]
+        assert job["error"]["title"] == "LLM unavailable" and "LLM" in job["error"]["detail"]
+        # issue 21: any key of the tenant reads the job: what failed, not where, never the
+        # credentials; the worker log names the address for the operator, without them
+        assert "127.0.0.1" not in json.dumps(job) and "secret" not in json.dumps(job)
+        log = (tmp_path / "worker.log").read_text(errors="replace")
+        assert f"127.0.0.1:{port}" in log and "secret" not in log
     finally:
         w.stop()
         from tests.integration.conftest import cleanup_deployment

@@ -81,3 +81,13 @@ def test_client_address(remote, forwarded, trust, expected):
     from plugin.service.keys import client_address
 
     assert client_address(remote, forwarded, trust) == expected
+
+
+def test_key_names_refuse_control_characters():
+    from plugin.service.keys import KeyStore
+    from plugin.service.kv import KV
+    from plugin.settings import Settings
+
+    keys = KeyStore(KV(Settings(), client=object()), Settings())
+    with pytest.raises(BadInput, match="control characters"):
+        keys.create("ops\x1b[2Jfake line", Scope.READ)

@@ -82,3 +82,37 @@ def test_absurd_dates_are_a_validation_error(value):
     from plugin.models import FactCheck
     with pytest.raises(ValidationError, match="published_at"):
         FactCheck.model_validate({"claim": "c", "published_at": value})
+
+
+# -- ids a client sends: no control characters (issue 21, medium 5) --------------------------------
+@pytest.mark.parametrize("bad", ["a\x1fp-1", "p\x00", "p\x1b[31m", "p\x7f", "p\x85q"])
+def test_ids_and_urls_refuse_control_characters(bad):
+    from plugin.evidence.formats import EvidenceDocument
+
+    with pytest.raises(ValidationError, match="control characters"):
+        FactCheck(id=bad, claim="c")
+    with pytest.raises(ValidationError, match="control characters"):
+        FactCheck(claim="c", url=f"https://checks.example.org/{bad}")
+    with pytest.raises(ValidationError, match="control characters"):
+        EvidenceDocument(url="https://news.example.org/a", text="t", claim_id=bad)
+
+
+def test_printable_ids_pass_and_their_ends_are_still_stripped():
+    from plugin.evidence.formats import EvidenceDocument
+
+    assert FactCheck(id=" fc-1\n", claim="c").id == "fc-1"
+    assert FactCheck(id="ĳ-ñ 1", claim="c").id == "ĳ-ñ 1"
+    assert EvidenceDocument(url="https://news.example.org/a", text="t", claim_id=" 7\n").claim_id == "7"
+
+
+@pytest.mark.parametrize("model, body, field", [
+    ("PostIn", {"id": "a\x1fp-1", "text": "x"}, "id"),
+    ("PostIn", {"id": "p-1", "text": "x", "url": "https://e.org/\x1fx"}, "url"),
+    ("WebhookIn", {"url": "https://hooks.example.org/\x00", "events": ["post.matched"]}, "url"),
+])
+def test_api_ids_refuse_control_characters(model, body, field):
+    from api import schemas
+
+    with pytest.raises(ValidationError, match="control characters") as err:
+        getattr(schemas, model).model_validate(body)
+    assert err.value.errors()[0]["loc"] == (field,)

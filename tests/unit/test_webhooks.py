@@ -546,6 +546,21 @@ def test_store_refuses_a_host_that_now_resolves_inside():
     assert store.attempt(did).status is DeliveryStatus.FAILED
     assert transport.calls == []
     assert store.delivery(did)["attempts"][0]["error"].startswith("refused: ")
+    # the log is read through the API: it says why, not the address the host resolved to
+    assert "127.0.0.1" not in store.delivery(did)["attempts"][0]["error"]
+
+
+def test_the_delivery_log_names_no_resolved_address():
+    error = DeliveryError("ConnectionError: cannot connect to hooks.example.org port 443 "
+                          "(93.184.216.34: [Errno 111] Connection refused; "
+                          "[2606:2800:220:1::1]:443: [Errno 101] Network is unreachable)")
+    store = make_store(Recorder(error=error), webhook_max_attempts=1)
+    _, did = planned(store)
+    assert store.attempt(did).status is DeliveryStatus.FAILED
+    logged = store.delivery(did)["attempts"][0]["error"]
+    assert logged == ("ConnectionError: cannot connect to hooks.example.org port 443 "
+                      "(<backend>: [Errno 111] Connection refused; "
+                      "<backend>: [Errno 101] Network is unreachable)")
 
 
 def test_store_refuses_at_delivery_a_listed_origin_that_now_reaches_a_backend():

@@ -124,3 +124,25 @@ def test_key_is_sent_only_when_set_and_never_shown():
     assert client.session.headers["Authorization"] == "Bearer sk-secret"
     assert client.url == "http://x/v1"
     assert "sk-secret" not in repr(client)
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_shown():
+    import requests
+
+    client = LLMClient(Settings(llm_url="http://user:s%40cret@llm.internal:8089/v1/?x=1"))
+    assert client.url == "http://llm.internal:8089/v1/?x=1"  # what requests go to: no credentials
+    assert client.shown_url == "http://llm.internal:8089/v1/"  # what messages name: no query either
+    assert "cret" not in repr(client)
+    sent = client.session.prepare_request(requests.Request("POST", f"{client.url}/chat/completions"))
+    assert sent.headers["Authorization"] == requests.auth._basic_auth_str("user", "s@cret")
+
+
+def test_an_unreachable_llm_never_names_the_credentials(caplog):
+    import logging
+
+    client = LLMClient(Settings(llm_url="http://user:secret@127.0.0.1:9/v1", llm_timeout_s=2))
+    with caplog.at_level(logging.DEBUG), pytest.raises(LLMUnavailable) as err:
+        client.chat([{"role": "user", "content": "hi"}])
+    assert "http://127.0.0.1:9/v1/chat/completions" in str(err.value)  # the operator's clue
+    assert "secret" not in str(err.value) and "user:" not in str(err.value)
+    assert "secret" not in caplog.text
