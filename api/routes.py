@@ -47,10 +47,13 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
                           raw_body=raw_body, query=query or [], errors=errors, also=also or {},
                           tag=tag, description=description))
 
+        declared = frozenset(q["name"] for q in query or ())
+
         @functools.wraps(fn)
         def view(**kwargs: Any) -> Response:
             if scope is not None:
                 _authorize(scope)
+            refuse_undeclared_query(declared)
             if body is not None:
                 kwargs["body"] = read_json(body)
             return fn(**kwargs)
@@ -72,6 +75,18 @@ def _authorize(needed: Scope) -> None:
         raise Forbidden(f"API key {key.id} has scope {key.scope.value!r}; this route needs "
                         f"{needed.value!r}")
     g.api_key = key
+
+
+def refuse_undeclared_query(declared: frozenset[str]) -> None:
+    """A query parameter the operation does not declare is a 400 naming it, not silently
+    ignored: a misspelt ``?asnyc=true`` would otherwise run the request the other way."""
+    unknown = sorted(set(request.args) - declared)
+    if unknown:
+        allowed = ", ".join(sorted(declared)) or "none"
+        raise BadInput(f"unknown query parameter{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(n[:80]) for n in unknown[:10])}; this operation takes: {allowed}",
+                       errors=[{"field": name[:80], "message": "unknown query parameter",
+                                "type": "query_unknown"} for name in unknown[:10]])
 
 
 def _is_json(mimetype: str) -> bool:
@@ -175,14 +190,19 @@ def match(body: s.MatchIn) -> Response:
 
 
 # -- fact-checks --------------------------------------------------------------------------------
-_INGEST_BODY = {"required": True, "content": {
-    "application/json": {"schema": {"oneOf": [
+#: The body schema of each format a content type implies; the documented content types are
+#: exactly the ones ``preflight.CONTENT_TYPES`` reads (text/csv and the JSON Lines aliases too).
+_INGEST_SCHEMAS = {
+    Format.auto: {"oneOf": [
         {"type": "array", "items": {"$model": s.FactCheckItem}, "minItems": 1, "maxItems": 100000},
-        {"$model": s.ClaimReviewIn}]}},
-    "application/ld+json": {"schema": {"$model": s.ClaimReviewIn}},
-    "application/x-ndjson": {"schema": {"type": "string",
-                                        "description": "one fact-check JSON object per line"}},
-}}
+        {"$model": s.ClaimReviewIn}]},
+    Format.claimreview: {"$model": s.ClaimReviewIn},
+    Format.jsonl: {"type": "string", "description": "one fact-check JSON object per line"},
+    Format.csv: {"type": "string", "description": "a header row naming the columns (claim, "
+                                                  "id, url, rating, …), then one fact-check a row"},
+}
+_INGEST_BODY = {"required": True, "content": {
+    mimetype: {"schema": _INGEST_SCHEMAS[fmt]} for mimetype, fmt in preflight.CONTENT_TYPES.items()}}
 _INGEST_QUERY = [
     {"name": "format", "in": "query", "required": False,
      "schema": {"type": "string", "enum": [f.value for f in Format]},
@@ -225,9 +245,10 @@ def ingest_factchecks() -> Response:
 
 @route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines), streamed",
        tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, errors=(409, 502),
-       raw_body={"required": True, "content": {"application/x-ndjson": {"schema": {
+       raw_body={"required": True, "content": {mimetype: {"schema": {
            "type": "string", "description": "one document per line: {url, title, text, published_at, "
-                                            "lang} or AVeriTeC's {url, url2text: [sentences]}"}}}},
+                                            "lang} or AVeriTeC's {url, url2text: [sentences]}"}}
+           for mimetype, fmt in preflight.CONTENT_TYPES.items() if fmt is Format.jsonl}},
        query=[{"name": "claim_id", "in": "query", "required": False, "schema": {"type": "string"},
                "description": "the claim whose knowledge store these documents are"}],
        description="Documents are split into overlapping passages, embedded and indexed in the "

@@ -70,3 +70,33 @@ def test_request_models_forbid_unknown_fields(spec):
     for name in ("MatchIn", "PostIn", "VerifyIn", "RerankIn", "WebhookIn"):
         assert schemas[name]["additionalProperties"] is False, name
     assert schemas["MatchIn"]["properties"]["k"]["maximum"] == 100
+
+
+def test_every_operation_documents_the_400_for_an_undeclared_query_parameter(spec):
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            assert "400" in op["responses"], (path, method)
+
+
+def test_config_fields_list_the_configurations_each_route_reads(spec):
+    from plugin.search.retrieval import load_configs
+    from plugin.verify.config import load_configs as load_verification_configs
+
+    schemas = spec["components"]["schemas"]
+
+    def names(model):
+        return schemas[model]["properties"]["config"]["anyOf"][0]["enum"]
+
+    assert names("MatchIn") == names("RerankIn") == sorted(load_configs())
+    # verification names, not retrieval names: those made schema-valid bodies a 400
+    assert names("VerifyIn") == sorted(load_verification_configs())
+    assert "qa-loop" in names("VerifyIn")
+
+
+def test_upload_content_types_are_the_ones_the_routes_read(spec):
+    from plugin.ingest import Format, preflight
+
+    ingest = spec["paths"]["/v1/fact-checks"]["post"]["requestBody"]["content"]
+    assert set(ingest) == set(preflight.CONTENT_TYPES) and "text/csv" in ingest
+    evidence = spec["paths"]["/v1/evidence"]["post"]["requestBody"]["content"]
+    assert set(evidence) == {m for m, f in preflight.CONTENT_TYPES.items() if f is Format.jsonl}
