@@ -4,6 +4,7 @@
   .venv/bin/python scripts/api_checks.py load [--requests 2000] [--concurrency 1,8] [--seconds 60]
   .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
   .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200]
+  .venv/bin/python scripts/api_checks.py hostile
 
 Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
 jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
@@ -62,7 +63,7 @@ def env_for(settings: Settings) -> dict[str, str]:
 class Deployment:
     """A throwaway deployment: namespaced settings, the sample corpus, a key, gunicorn."""
 
-    def __init__(self, workers: int, **overrides) -> None:
+    def __init__(self, workers: int, *, serve_args: tuple[str, ...] = (), **overrides) -> None:
         from plugin.ingest import Format, ingest, read_records
         from plugin.service.services import Services
 
@@ -80,18 +81,28 @@ class Deployment:
         self.key = self.services.keys.create("api_checks", Scope.WRITE)[1]
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.workers, self.serve_args = workers, serve_args
         self.log = tempfile.NamedTemporaryFile(prefix="factsieve-serve-", suffix=".log", delete=False)
+        self.serve()
+
+    def serve(self) -> None:
+        """Start gunicorn (its own process group) and wait until every worker has the model."""
+        workers = self.workers
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", str(self.port), "--workers", str(workers)],
-            cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT)
+            [sys.executable, "-m", "cli.main", "serve", "--port", str(self.port), "--workers", str(workers),
+             *self.serve_args],
+            cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:
-                if requests.get(f"{self.base}/healthz", timeout=1).ok:
+                if requests.get(f"{self.base}/healthz", timeout=5).ok:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or slow on a busy machine
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                if self.proc.poll() is None:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
                 raise SystemExit(f"gunicorn did not start; log: {self.log.name}")
             time.sleep(0.2)
         for _ in range(workers * 4):  # every worker loads the model before measuring
@@ -101,12 +112,19 @@ class Deployment:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
 
+    def restart(self) -> None:
+        """Kill gunicorn and its workers at once (one may hang on a request) and serve again,
+        with ``self.settings`` as they are now."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.serve()
+
     def close(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.services.kv.delete_namespace()
         for alias in (self.settings.index, self.settings.jobs_index):
             self.services.store.delete_index(f"{alias}-v*")
@@ -319,6 +337,13 @@ def cmd_posts(args: argparse.Namespace) -> dict:
         dep.close()
 
 
+def cmd_hostile(args: argparse.Namespace) -> dict:
+    """Issue 21's probes (``scripts/hostile_probes.py``); prints its own lines and exits."""
+    import hostile_probes
+
+    raise SystemExit(hostile_probes.run(sys.modules[__name__]))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -337,8 +362,11 @@ def main() -> None:
     posts.add_argument("--celery-workers", default="1,2")
     posts.add_argument("--posts", type=int, default=200)
     posts.add_argument("--timeout", type=float, default=600)
+    sub.add_parser("hostile", help="issue 21's hostile inputs against a served API and workers: "
+                                   "one JSON line per probe, then a summary; exit 1 if any fails")
     args = p.parse_args()
-    result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts}[args.command](args)
+    result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts,
+              "hostile": cmd_hostile}[args.command](args)
     print(json.dumps(result, indent=2))
 
 
