@@ -206,7 +206,9 @@ _INGEST_BODY = {"required": True, "content": {
 _INGEST_QUERY = [
     {"name": "format", "in": "query", "required": False,
      "schema": {"type": "string", "enum": [f.value for f in Format]},
-     "description": "overrides the format the content type implies"},
+     "description": "the body's format when it is not the one its content type implies (e.g. "
+                    "`multiclaim` for MultiClaim's CSV sent as text/csv); a body that is not in "
+                    "this format is refused (422, naming what is missing)"},
     {"name": "async", "in": "query", "required": False, "schema": {"type": "boolean"},
      "description": "always run as a job (bodies over the sync limit always do)"},
 ]

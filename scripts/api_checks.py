@@ -235,20 +235,52 @@ def cmd_schemathesis(args: argparse.Namespace) -> dict:
                "--report", "ndjson", "--report-ndjson-path", str(report / "events.ndjson"),
                "--no-color", "--generation-database", "none"]
         proc = subprocess.run(cmd, cwd=report, capture_output=True, text=True)
-        cases, statuses = 0, {}
+        cases, statuses, findings = 0, {}, {}
         for line in (report / "events.ndjson").read_text().splitlines():
-            for code in _status_codes(json.loads(line)):
+            event = json.loads(line)
+            for code in _status_codes(event):
                 cases += 1
                 statuses[code] = statuses.get(code, 0) + 1
+            for finding in _findings(event):
+                findings.setdefault(json.dumps(finding, sort_keys=True), 0)
+                findings[json.dumps(finding, sort_keys=True)] += 1
         return {"what": "schemathesis against /openapi.json", "version": SCHEMATHESIS,
                 "exit_code": proc.returncode, "requests": cases,
                 "server_errors_5xx": sum(n for c, n in statuses.items() if c >= 500),
                 "statuses": dict(sorted(statuses.items())),
+                # each failed check once: its code, operation, the answer's status and detail
+                "findings": [{**json.loads(k), "times": n} for k, n in sorted(findings.items())],
                 "summary": proc.stdout[-4000:]}
     finally:
         dep.close()
         if not args.keep_report:
             shutil.rmtree(report, ignore_errors=True)
+
+
+def _findings(event: dict) -> list[dict]:
+    """The failed checks of a schemathesis ``ScenarioFinished`` event (4.x ndjson layout)."""
+    import base64
+
+    recorder = (event.get("ScenarioFinished") or {}).get("recorder") or {}
+    out = []
+    for case_id, checks in (recorder.get("checks") or {}).items():
+        for check in checks:
+            if check.get("status") == "success":
+                continue
+            failure = (check.get("failure_info") or {}).get("failure") or {}
+            response = (recorder.get("interactions") or {}).get(case_id, {}).get("response") or {}
+            content = (response.get("content") or {}).get("$base64")
+            detail = ""
+            if content:
+                text = base64.b64decode(content).decode("utf-8", "replace")
+                try:
+                    detail = str(json.loads(text).get("detail", ""))
+                except (ValueError, AttributeError):
+                    detail = text
+            out.append({"code": failure.get("code"), "title": failure.get("title"),
+                        "operation": failure.get("operation"), "status": response.get("status_code"),
+                        "detail": detail[:100]})
+    return out
 
 
 def _status_codes(event: object) -> list[int]:

@@ -170,6 +170,14 @@ class Hostile:
     def recover(self) -> None:
         """A request the client gave up on holds a gunicorn worker: start gunicorn again."""
         self.dep.restart()
+        self.warm()
+
+    def warm(self) -> None:
+        """Match a few ordinary posts first, so that no probe's seconds count a gunicorn worker's
+        first match (the configuration's query tower loads then)."""
+        for _ in range(2 * self.dep.workers):
+            requests.post(f"{self.dep.base}/v1/match", json={"text": "warming up the matcher"},
+                          headers={"Authorization": f"Bearer {self.key['write']}"}, timeout=120)
 
     def record(self, probe: str, resp: requests.Response | None, seconds: float, ok: bool, expected: str,
                *, lost: int | None = None, leaked: bool | None = None, detail: str = "",
@@ -244,13 +252,14 @@ class Hostile:
             return
         self.allow_format = "bare hosts (the server refused scheme://host:port entries)"
         self.dep.settings = self.dep.settings.model_copy(update={"webhook_allowed_hosts": ("127.0.0.1",)})
-        self.dep.restart()
+        self.recover()
 
     def receiver_url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.receiver.port}{path}"
 
     # -- probes --------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        self.warm()
         self.settle_allow_list()
         self.start_workers()
         for probe in (self.p_chunked, self.p_job_error_scrub, self.p_post_ids, self.p_webhook_allow_list,
@@ -344,10 +353,11 @@ class Hostile:
                         resp is not None and resp.status_code == 413, "413",
                         detail=f"{len(data)} bytes chunked, limit {s.max_json_bytes}")
 
-        # evidence: a few documents, blank-line padding past the limit, one more document
+        # evidence: more documents than one embedding batch (a streamed route may write them before
+        # it reaches the limit), blank-line padding past the limit, one more document
         cid = f"chunked-{self.tag}"
         docs = [json.dumps({"url": f"https://example.org/chunked/{i}", "title": "t",
-                            "text": f"Hostile chunked evidence passage {i}."}) for i in range(3)]
+                            "text": f"Hostile chunked evidence passage {i}."}) for i in range(40)]
         data = ("\n".join(docs) + "\n" + (" " * 1023 + "\n") * (s.max_request_bytes // 1024 + 64)
                 + json.dumps({"url": "https://example.org/chunked/tail", "text": "the tail"}) + "\n").encode()
         resp, secs = self.call("POST", f"/v1/evidence?claim_id={cid}", data=chunks(data), headers=nd)
