@@ -190,6 +190,8 @@ def match(body: s.MatchIn) -> Response:
 
 
 # -- fact-checks --------------------------------------------------------------------------------
+#: A text body (JSON Lines, CSV): an empty or all-blank one is a 400 (``preflight.decode_body``).
+NOT_BLANK_TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
 #: The body schema of each format a content type implies; the documented content types are
 #: exactly the ones ``preflight.CONTENT_TYPES`` reads (text/csv and the JSON Lines aliases too).
 _INGEST_SCHEMAS = {
@@ -197,9 +199,9 @@ _INGEST_SCHEMAS = {
         {"type": "array", "items": {"$model": s.FactCheckItem}, "minItems": 1, "maxItems": 100000},
         {"$model": s.ClaimReviewIn}]},
     Format.claimreview: {"$model": s.ClaimReviewIn},
-    Format.jsonl: {"type": "string", "description": "one fact-check JSON object per line"},
-    Format.csv: {"type": "string", "description": "a header row naming the columns (claim, "
-                                                  "id, url, rating, …), then one fact-check a row"},
+    Format.jsonl: {**NOT_BLANK_TEXT, "description": "one fact-check JSON object per line"},
+    Format.csv: {**NOT_BLANK_TEXT, "description": "a header row naming the columns (claim, id, url, "
+                                                  "rating, …), then one fact-check a row"},
 }
 _INGEST_BODY = {"required": True, "content": {
     mimetype: {"schema": _INGEST_SCHEMAS[fmt]} for mimetype, fmt in preflight.CONTENT_TYPES.items()}}
@@ -248,7 +250,7 @@ def ingest_factchecks() -> Response:
 @route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines), streamed",
        tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, errors=(409, 502),
        raw_body={"required": True, "content": {mimetype: {"schema": {
-           "type": "string", "description": "one document per line: {url, title, text, published_at, "
+           **NOT_BLANK_TEXT, "description": "one document per line: {url, title, text, published_at, "
                                             "lang} or AVeriTeC's {url, url2text: [sentences]}"}}
            for mimetype, fmt in preflight.CONTENT_TYPES.items() if fmt is Format.jsonl}},
        query=[{"name": "claim_id", "in": "query", "required": False, "schema": {"type": "string"},

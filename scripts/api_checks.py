@@ -235,6 +235,7 @@ def cmd_schemathesis(args: argparse.Namespace) -> dict:
                "--report", "ndjson", "--report-ndjson-path", str(report / "events.ndjson"),
                "--no-color", "--generation-database", "none"]
         proc = subprocess.run(cmd, cwd=report, capture_output=True, text=True)
+        (report / "stdout.txt").write_text(proc.stdout)
         cases, statuses, findings = 0, {}, {}
         for line in (report / "events.ndjson").read_text().splitlines():
             event = json.loads(line)

@@ -36,3 +36,21 @@ def test_declared_query_parameters_still_work(client, auth):
 
 def test_the_query_check_comes_after_authentication(client):
     assert client.get("/v1/webhooks?hostile_unknown=1").status_code == 401
+
+
+@pytest.mark.parametrize("path,content_type", [
+    ("/v1/fact-checks", "text/csv"), ("/v1/fact-checks", "application/x-ndjson"),
+    ("/v1/evidence", "application/x-ndjson")])
+def test_a_blank_text_body_is_refused_as_its_schema_says(app, client, auth, path, content_type):
+    schema = app.extensions["factsieve.openapi"]["paths"][path]["post"]["requestBody"]["content"][content_type]["schema"]
+    assert re.search(schema["pattern"], " \n\t") is None  # the schema refuses it ...
+    resp = client.post(path, data=b" \n\t", headers={**auth, "Content-Type": content_type})
+    assert resp.status_code == 400, problem_of(resp)  # ... and so does the route
+
+
+def test_verify_accepts_each_configuration_its_schema_lists(app):
+    """The route checks ``config`` with ``Services.verification_config`` (a 400 for a name it
+    does not know): every name the schema lists must pass that check."""
+    listed = app.extensions["factsieve.openapi"]["components"]["schemas"]["VerifyIn"]["properties"]["config"]
+    for name in listed["anyOf"][0]["enum"]:
+        assert app.extensions["factsieve"].verification_config(name).name == name

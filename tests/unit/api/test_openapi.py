@@ -100,3 +100,6 @@ def test_upload_content_types_are_the_ones_the_routes_read(spec):
     assert set(ingest) == set(preflight.CONTENT_TYPES) and "text/csv" in ingest
     evidence = spec["paths"]["/v1/evidence"]["post"]["requestBody"]["content"]
     assert set(evidence) == {m for m, f in preflight.CONTENT_TYPES.items() if f is Format.jsonl}
+    # a blank text body is a 400 (decode_body; evidence: "no documents"): the schema says so
+    for content in (ingest["text/csv"], ingest["application/x-ndjson"], evidence["application/x-ndjson"]):
+        assert content["schema"]["minLength"] == 1 and content["schema"]["pattern"] == r"\S"
