@@ -186,6 +186,10 @@ class Hostile:
             status = resp.status_code if resp is not None else "timeout"
         if leaked is None:
             leaked = self.leaks(resp.text, sent) if resp is not None else False
+        if resp is not None and resp.status_code >= 400 and not ok:
+            # what the server said, shortened (and without anything leaked)
+            said = resp.text if resp.headers.get("Content-Type", "").endswith("json") else resp.text[:80]
+            detail = "; ".join(filter(None, [detail, said.replace(self.password, "<password>")]))
         out = Outcome(probe=probe, status=status, seconds=seconds, lost_records=lost, leaked=leaked,
                       **{"pass": bool(ok and not leaked and not lost)}, expected=expected,
                       detail=detail[:300])
