@@ -21,7 +21,7 @@ export FACTSIEVE_TEST_SECURE_ENV ?= $(SECURE_ENV)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz
+.PHONY: demo test test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz api-hostile
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -111,3 +111,6 @@ api-load: install up model
 
 api-fuzz: install up model
 	$(PY) scripts/api_checks.py schemathesis
+
+api-hostile: install up model
+	$(PY) scripts/api_checks.py hostile

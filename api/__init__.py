@@ -48,11 +48,14 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
 
 
 def document_config_names(spec: dict[str, Any]) -> dict[str, Any]:
-    """The ``config`` fields accept the deployment's named configurations: say which."""
+    """The ``config`` fields accept the deployment's named configurations: say which. Matching
+    and reranking name a retrieval configuration, verification a verification configuration
+    (listing retrieval names there made schema-valid requests a 400)."""
     from plugin.search.retrieval import load_configs
+    from plugin.verify.config import load_configs as load_verification_configs
 
-    names = sorted(load_configs())
-    for model in ("MatchIn", "VerifyIn", "RerankIn"):
+    retrieval, verification = sorted(load_configs()), sorted(load_verification_configs())
+    for model, names in (("MatchIn", retrieval), ("RerankIn", retrieval), ("VerifyIn", verification)):
         prop = spec["components"]["schemas"][model]["properties"]["config"]
         prop["anyOf"] = [{"type": "string", "enum": names}, {"type": "null"}]
     return spec

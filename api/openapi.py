@@ -56,8 +56,7 @@ class Operation:
             codes |= {400, 413, 415, 422}
         if _PARAM.search(self.rule):
             codes.add(404)
-        if _PARAM.search(self.rule) or self.query:
-            codes.add(400)  # an id or a query parameter the backend refuses
+        codes.add(400)  # a query parameter the operation does not declare (or refuses), a bad id
         return sorted(codes)
 
 

@@ -50,10 +50,13 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
                           raw_body=raw_body, query=query or [], errors=errors, also=also or {},
                           tag=tag, description=description))
 
+        declared = frozenset(q["name"] for q in query or ())
+
         @functools.wraps(fn)
         def view(**kwargs: Any) -> Response:
             if scope is not None:
                 _authorize(scope)
+            refuse_undeclared_query(declared)
             if body is not None:
                 kwargs["body"] = read_json(body)
             return fn(**kwargs)
@@ -80,6 +83,18 @@ def _authorize(needed: Scope) -> None:
         raise Forbidden(f"API key {key.id} has scope {key.scope.value!r}; this route needs "
                         f"{needed.value!r}")
     g.api_key = key
+
+
+def refuse_undeclared_query(declared: frozenset[str]) -> None:
+    """A query parameter the operation does not declare is a 400 naming it, not silently
+    ignored: a misspelt ``?asnyc=true`` would otherwise run the request the other way."""
+    unknown = sorted(set(request.args) - declared)
+    if unknown:
+        allowed = ", ".join(sorted(declared)) or "none"
+        raise BadInput(f"unknown query parameter{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(n[:80]) for n in unknown[:10])}; this operation takes: {allowed}",
+                       errors=[{"field": name[:80], "message": "unknown query parameter",
+                                "type": "query_unknown"} for name in unknown[:10]])
 
 
 def _is_json(mimetype: str) -> bool:
@@ -182,18 +197,27 @@ def match(body: s.MatchIn) -> Response:
 
 
 # -- fact-checks --------------------------------------------------------------------------------
-_INGEST_BODY = {"required": True, "content": {
-    "application/json": {"schema": {"oneOf": [
+#: A text body (JSON Lines, CSV): an empty or all-blank one is a 400 (``preflight.decode_body``).
+NOT_BLANK_TEXT = {"type": "string", "minLength": 1, "pattern": r"\S"}
+#: The body schema of each format a content type implies; the documented content types are
+#: exactly the ones ``preflight.CONTENT_TYPES`` reads (text/csv and the JSON Lines aliases too).
+_INGEST_SCHEMAS = {
+    Format.auto: {"oneOf": [
         {"type": "array", "items": {"$model": s.FactCheckItem}, "minItems": 1, "maxItems": 100000},
-        {"$model": s.ClaimReviewIn}]}},
-    "application/ld+json": {"schema": {"$model": s.ClaimReviewIn}},
-    "application/x-ndjson": {"schema": {"type": "string",
-                                        "description": "one fact-check JSON object per line"}},
-}}
+        {"$model": s.ClaimReviewIn}]},
+    Format.claimreview: {"$model": s.ClaimReviewIn},
+    Format.jsonl: {**NOT_BLANK_TEXT, "description": "one fact-check JSON object per line"},
+    Format.csv: {**NOT_BLANK_TEXT, "description": "a header row naming the columns (claim, id, url, "
+                                                  "rating, …), then one fact-check a row"},
+}
+_INGEST_BODY = {"required": True, "content": {
+    mimetype: {"schema": _INGEST_SCHEMAS[fmt]} for mimetype, fmt in preflight.CONTENT_TYPES.items()}}
 _INGEST_QUERY = [
     {"name": "format", "in": "query", "required": False,
      "schema": {"type": "string", "enum": [f.value for f in Format]},
-     "description": "overrides the format the content type implies"},
+     "description": "the body's format when it is not the one its content type implies (e.g. "
+                    "`multiclaim` for MultiClaim's CSV sent as text/csv); a body that is not in "
+                    "this format is refused (422, naming what is missing)"},
     {"name": "async", "in": "query", "required": False, "schema": {"type": "boolean"},
      "description": "always run as a job (bodies over the sync limit always do)"},
 ]
@@ -236,9 +260,10 @@ def ingest_factchecks() -> Response:
 @route("POST", "/v1/evidence", summary="Load evidence documents (JSON Lines)",
        tag="evidence", scope=Scope.WRITE, response=s.EvidenceReport, also={202: s.JobAccepted},
        errors=(409, 502),
-       raw_body={"required": True, "content": {"application/x-ndjson": {"schema": {
-           "type": "string", "description": "one document per line: {url, title, text, published_at, "
-                                            "lang} or AVeriTeC's {url, url2text: [sentences]}"}}}},
+       raw_body={"required": True, "content": {mimetype: {"schema": {
+           **NOT_BLANK_TEXT, "description": "one document per line: {url, title, text, published_at, "
+                                            "lang} or AVeriTeC's {url, url2text: [sentences]}"}}
+           for mimetype, fmt in preflight.CONTENT_TYPES.items() if fmt is Format.jsonl}},
        query=[{"name": "claim_id", "in": "query", "required": False, "schema": {"type": "string"},
                "description": "the claim whose knowledge store these documents are"},
               {"name": "async", "in": "query", "required": False, "schema": {"type": "boolean"},

@@ -5,6 +5,7 @@
   .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
   .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200]
   .venv/bin/python scripts/api_checks.py fairness [--flood 40] [--quiet 8] [--fifo]
+  .venv/bin/python scripts/api_checks.py hostile
 
 Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
 jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
@@ -64,7 +65,7 @@ def env_for(settings: Settings) -> dict[str, str]:
 class Deployment:
     """A throwaway deployment: namespaced settings, the sample corpus, a key, gunicorn."""
 
-    def __init__(self, workers: int, **overrides) -> None:
+    def __init__(self, workers: int, *, serve_args: tuple[str, ...] = (), **overrides) -> None:
         from plugin.ingest import Format, ingest, read_records
         from plugin.service.services import Services
 
@@ -82,18 +83,28 @@ class Deployment:
         self.key = self.services.keys.create("api_checks", Scope.WRITE)[1]
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.workers, self.serve_args = workers, serve_args
         self.log = tempfile.NamedTemporaryFile(prefix="factsieve-serve-", suffix=".log", delete=False)
+        self.serve()
+
+    def serve(self) -> None:
+        """Start gunicorn (its own process group) and wait until every worker has the model."""
+        workers = self.workers
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", str(self.port), "--workers", str(workers)],
-            cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT)
+            [sys.executable, "-m", "cli.main", "serve", "--port", str(self.port), "--workers", str(workers),
+             *self.serve_args],
+            cwd=ROOT, env=env_for(self.settings), stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:
-                if requests.get(f"{self.base}/healthz", timeout=1).ok:
+                if requests.get(f"{self.base}/healthz", timeout=5).ok:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or slow on a busy machine
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                if self.proc.poll() is None:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
                 raise SystemExit(f"gunicorn did not start; log: {self.log.name}")
             time.sleep(0.2)
         for _ in range(workers * 4):  # every worker loads the model before measuring
@@ -103,12 +114,19 @@ class Deployment:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
 
+    def restart(self) -> None:
+        """Kill gunicorn and its workers at once (one may hang on a request) and serve again,
+        with ``self.settings`` as they are now."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.serve()
+
     def close(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.services.kv.delete_namespace()
         for alias in (self.settings.index, self.settings.jobs_index):
             self.services.store.delete_index(f"{alias}-v*")
@@ -220,20 +238,53 @@ def cmd_schemathesis(args: argparse.Namespace) -> dict:
                "--report", "ndjson", "--report-ndjson-path", str(report / "events.ndjson"),
                "--no-color", "--generation-database", "none"]
         proc = subprocess.run(cmd, cwd=report, capture_output=True, text=True)
-        cases, statuses = 0, {}
+        (report / "stdout.txt").write_text(proc.stdout)
+        cases, statuses, findings = 0, {}, {}
         for line in (report / "events.ndjson").read_text().splitlines():
-            for code in _status_codes(json.loads(line)):
+            event = json.loads(line)
+            for code in _status_codes(event):
                 cases += 1
                 statuses[code] = statuses.get(code, 0) + 1
+            for finding in _findings(event):
+                findings.setdefault(json.dumps(finding, sort_keys=True), 0)
+                findings[json.dumps(finding, sort_keys=True)] += 1
         return {"what": "schemathesis against /openapi.json", "version": SCHEMATHESIS,
                 "exit_code": proc.returncode, "requests": cases,
                 "server_errors_5xx": sum(n for c, n in statuses.items() if c >= 500),
                 "statuses": dict(sorted(statuses.items())),
+                # each failed check once: its code, operation, the answer's status and detail
+                "findings": [{**json.loads(k), "times": n} for k, n in sorted(findings.items())],
                 "summary": proc.stdout[-4000:]}
     finally:
         dep.close()
         if not args.keep_report:
             shutil.rmtree(report, ignore_errors=True)
+
+
+def _findings(event: dict) -> list[dict]:
+    """The failed checks of a schemathesis ``ScenarioFinished`` event (4.x ndjson layout)."""
+    import base64
+
+    recorder = (event.get("ScenarioFinished") or {}).get("recorder") or {}
+    out = []
+    for case_id, checks in (recorder.get("checks") or {}).items():
+        for check in checks:
+            if check.get("status") == "success":
+                continue
+            failure = (check.get("failure_info") or {}).get("failure") or {}
+            response = (recorder.get("interactions") or {}).get(case_id, {}).get("response") or {}
+            content = (response.get("content") or {}).get("$base64")
+            detail = ""
+            if content:
+                text = base64.b64decode(content).decode("utf-8", "replace")
+                try:
+                    detail = str(json.loads(text).get("detail", ""))
+                except (ValueError, AttributeError):
+                    detail = text
+            out.append({"code": failure.get("code"), "title": failure.get("title"),
+                        "operation": failure.get("operation"), "status": response.get("status_code"),
+                        "detail": detail[:100]})
+    return out
 
 
 def _status_codes(event: object) -> list[int]:
@@ -382,6 +433,13 @@ def cmd_fairness(args: argparse.Namespace) -> dict:
         dep.close()
 
 
+def cmd_hostile(args: argparse.Namespace) -> dict:
+    """Issue 21's probes (``scripts/hostile_probes.py``); prints its own lines and exits."""
+    import hostile_probes
+
+    raise SystemExit(hostile_probes.run(sys.modules[__name__]))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -406,9 +464,11 @@ def main() -> None:
     fair.add_argument("--slots", type=int, default=1, help="FACTSIEVE_TENANT_MAX_DISPATCHED_JOBS")
     fair.add_argument("--fifo", action="store_true", help="no per-tenant dispatch limit: the old FIFO")
     fair.add_argument("--timeout", type=float, default=300)
+    sub.add_parser("hostile", help="issue 21's hostile inputs against a served API and workers: "
+                                   "one JSON line per probe, then a summary; exit 1 if any fails")
     args = p.parse_args()
     result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts,
-              "fairness": cmd_fairness}[args.command](args)
+              "fairness": cmd_fairness, "hostile": cmd_hostile}[args.command](args)
     print(json.dumps(result, indent=2))
 
 

@@ -81,3 +81,36 @@ def test_secret_rotation_documents_its_overlap(spec):
     assert param["schema"] == {"type": "integer", "minimum": 0, "maximum": MAX_SECRET_OVERLAP_S,
                                "default": SECRET_OVERLAP_S}
     assert "400" in op["responses"]  # an overlap out of range
+
+
+def test_every_operation_documents_the_400_for_an_undeclared_query_parameter(spec):
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            assert "400" in op["responses"], (path, method)
+
+
+def test_config_fields_list_the_configurations_each_route_reads(spec):
+    from plugin.search.retrieval import load_configs
+    from plugin.verify.config import load_configs as load_verification_configs
+
+    schemas = spec["components"]["schemas"]
+
+    def names(model):
+        return schemas[model]["properties"]["config"]["anyOf"][0]["enum"]
+
+    assert names("MatchIn") == names("RerankIn") == sorted(load_configs())
+    # verification names, not retrieval names: those made schema-valid bodies a 400
+    assert names("VerifyIn") == sorted(load_verification_configs())
+    assert "qa-loop" in names("VerifyIn")
+
+
+def test_upload_content_types_are_the_ones_the_routes_read(spec):
+    from plugin.ingest import Format, preflight
+
+    ingest = spec["paths"]["/v1/fact-checks"]["post"]["requestBody"]["content"]
+    assert set(ingest) == set(preflight.CONTENT_TYPES) and "text/csv" in ingest
+    evidence = spec["paths"]["/v1/evidence"]["post"]["requestBody"]["content"]
+    assert set(evidence) == {m for m, f in preflight.CONTENT_TYPES.items() if f is Format.jsonl}
+    # a blank text body is a 400 (decode_body; evidence: "no documents"): the schema says so
+    for content in (ingest["text/csv"], ingest["application/x-ndjson"], evidence["application/x-ndjson"]):
+        assert content["schema"]["minLength"] == 1 and content["schema"]["pattern"] == r"\S"
