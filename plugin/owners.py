@@ -112,7 +112,7 @@ def check_delete(kind: str, doc_id: str, have: Existing | None, writer: Writer) 
     naming that, not a 404: the corpus is readable by every tenant, so the document's existence
     is no secret and a 404 would contradict ``GET``."""
     if have is None:
-        raise NotFound(f"no {kind} with id {doc_id!r}")
+        raise NotFound(f"no {kind} with id {doc_id[:200]!r}")
     if not writer.may_change(have.owner):
         raise Forbidden(f"{kind} {doc_id} belongs to another tenant: only its owner or an admin "
                         f"key may delete it")

@@ -13,7 +13,7 @@ from typing import Any
 
 from plugin.embedding import Embedder
 from plugin import owners
-from plugin.errors import BackendUnavailable, BadInput
+from plugin.errors import BackendUnavailable, BadInput, NotFound
 from plugin.owners import Writer
 from plugin.service.jobs import JobStore
 from plugin.service.keys import KeyStore
@@ -280,9 +280,13 @@ class Services:
         """Delete one fact-check: its owner's or an admin's to delete (``owners.check_delete``),
         and only the version whose owner was checked."""
         index = self.settings.index
-        have = owners.existing(self.store.mget(index, [doc_id], source=[owners.FIELD])).get(doc_id)
-        have = owners.check_delete("fact-check", doc_id, have, writer)
-        self.store.delete(index, doc_id, if_seq_no=have.seq_no, if_primary_term=have.primary_term)
+        try:
+            found = self.store.mget(index, [doc_id], source=[owners.FIELD])
+        except NotFound:  # no index behind the alias yet: no such fact-check either
+            found = {}
+        have = owners.check_delete("fact-check", doc_id, owners.existing(found).get(doc_id), writer)
+        self.store.delete(index, doc_id, noun="fact-check", if_seq_no=have.seq_no,
+                          if_primary_term=have.primary_term)
 
     def host_model(self) -> dict[str, Any] | None:
         """What tools that talk to OpenSearch directly need, set up by ``factsieve init``: the
