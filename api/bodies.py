@@ -17,7 +17,7 @@ from flask import request
 
 from plugin.errors import ContentTooLarge
 
-__all__ = ["read_body", "read_limited", "too_large"]
+__all__ = ["has_body", "read_body", "read_limited", "too_large"]
 
 _CHUNK = 64 * 1024
 
@@ -25,6 +25,14 @@ _CHUNK = 64 * 1024
 def too_large(limit: int, setting: str) -> ContentTooLarge:
     return ContentTooLarge(f"the request body is larger than this route's limit of {limit:,} bytes "
                            f"({setting}); nothing was read as a whole or stored")
+
+
+def has_body() -> bool:
+    """Whether the client sent a body (a non-zero ``Content-Length``, or a chunked one), judged
+    from the headers alone: nothing is read."""
+    if request.content_length:
+        return True
+    return "chunked" in request.headers.get("Transfer-Encoding", "").lower()
 
 
 def read_limited(stream: IO[bytes], limit: int, setting: str) -> bytes:

@@ -27,7 +27,7 @@ from plugin.service.handlers import verify_request
 from plugin.service.services import Services
 
 from api import schemas as s
-from api.bodies import read_body
+from api.bodies import has_body, read_body
 from api.openapi import Api, Operation
 from api.problems import problem, problem_response
 
@@ -57,6 +57,8 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
             if scope is not None:
                 _authorize(scope)
             refuse_undeclared_query(declared)
+            if body is None and raw_body is None:
+                refuse_body()
             if body is not None:
                 kwargs["body"] = read_json(body)
             return fn(**kwargs)
@@ -95,6 +97,14 @@ def refuse_undeclared_query(declared: frozenset[str]) -> None:
                        f"{', '.join(repr(n[:80]) for n in unknown[:10])}; this operation takes: {allowed}",
                        errors=[{"field": name[:80], "message": "unknown query parameter",
                                 "type": "query_unknown"} for name in unknown[:10]])
+
+
+def refuse_body() -> None:
+    """A body sent to an operation that takes none is a 400, not silently ignored: a rotation
+    asked for with ``{"overlap_s": 0}`` in the body would otherwise keep the old secret valid."""
+    if has_body():
+        raise BadInput("this operation takes no request body; its inputs are the path and the "
+                       "query parameters it documents")
 
 
 def _is_json(mimetype: str) -> bool:

@@ -490,11 +490,14 @@ class Hostile:
             self.record("secret-rotation-overlap-0", resp, 0, False, "a subscription to rotate")
             return
         wid = resp.json()["id"]
-        rot, secs = self.call("POST", f"/v1/webhooks/{wid}/secret", json={"overlap_s": 0})
-        how = "body"
-        if rot is None or rot.status_code >= 400:
-            rot, secs = self.call("POST", f"/v1/webhooks/{wid}/secret?overlap_s=0")
-            how = "query"
+        # in the body it is refused (the route takes none), never silently ignored
+        in_body, _ = self.call("POST", f"/v1/webhooks/{wid}/secret", json={"overlap_s": 0})
+        if in_body is None or in_body.status_code != 400:
+            self.record("secret-rotation-overlap-0", in_body, 0, False,
+                        "a body on the rotation route is a 400 (overlap_s is a query parameter)")
+            return
+        rot, secs = self.call("POST", f"/v1/webhooks/{wid}/secret?overlap_s=0")
+        how = "query"
         post = self.call("POST", "/v1/posts", json={"id": f"rotate-{self.tag}",
                                                     "text": "5G towers spread the coronavirus"})[0]
         deadline = time.monotonic() + JOB_WAIT_S
@@ -565,7 +568,7 @@ class Hostile:
                 seen = r
                 break
         self.record("unauthenticated-rate-limit", seen, round(time.perf_counter() - t0, 3), seen is not None,
-                    f"429 within {limit + 10} unauthenticated requests", status=seen.status_code if seen else "no 429",
+                    f"429 within {limit + 10} unauthenticated requests", status=seen.status_code if seen is not None else "no 429",
                     detail=f"{n} requests sent")
 
     # 8. a per-tenant job cap

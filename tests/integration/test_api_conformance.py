@@ -27,6 +27,20 @@ def test_an_undeclared_query_parameter_is_a_400_naming_it(client, auth, op):
                                "type": "query_unknown"}]
 
 
+@pytest.mark.parametrize("op", [op for op in api.operations if op.body is None and op.raw_body is None],
+                         ids=lambda op: f"{op.method} {op.rule}")
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_sent_to_an_operation_without_one_is_a_400(client, auth, op, chunked):
+    """Silently ignored before: ``POST /v1/webhooks/<id>/secret`` with ``{"overlap_s": 0}`` in the
+    body answered 200 and kept the old secret valid for 24 hours."""
+    headers = {**auth, "Content-Type": "application/json"}
+    if chunked:
+        headers["Transfer-Encoding"] = "chunked"
+    resp = client.open(_url(op.rule), method=op.method, headers=headers, data=b'{"overlap_s": 0}')
+    body = problem_of(resp)
+    assert resp.status_code == 400 and "takes no request body" in body["detail"], body
+
+
 def test_declared_query_parameters_still_work(client, auth):
     resp = client.get("/v1/webhooks/whk_0000000000000000/deliveries?limit=5", headers=auth)
     assert resp.status_code == 404  # reached the route: the subscription does not exist
