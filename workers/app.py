@@ -43,7 +43,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "unacked_restore_interval": max(1, min(10, vt // 4)), "unacked_restore_throttle": 1,
             "socket_connect_timeout": 5, "socket_timeout": 30,
             # one Redis list per priority, lowest number served first (plugin.service.admission);
-            # queues are still taken round-robin at each priority (no queue_order_strategy)
+            # queues are still taken round-robin at each priority (no queue_order_strategy);
+            # senders and workers must agree: a worker with other steps misses some lists
             "priority_steps": list(PRIORITY_STEPS), "sep": ":",
         },
         "result_backend_transport_options": {"global_keyprefix": keyprefix},

@@ -34,7 +34,10 @@ sent: the fewer jobs the tenant has queued or running, the sooner it is served
 transport emulates priorities with one list per step (``PRIORITY_STEPS``, one per integer here,
 ``workers.app.celery_config``) and its BRPOP names them lowest number first: on Redis a LOWER
 number is served first (the reverse of RabbitMQ), FIFO within a list; a message restored after
-its worker died goes back to its own priority's list. ``FIRST`` (0) is what a message sent
+its worker died goes back to its own priority's list. A priority is fixed when its message is
+sent (the first jobs of any burst go early: the load is small while it is being submitted; at
+most N of them), and it orders only what the broker still holds (each worker process reserves
+one task at a time: ``worker_prefetch_multiplier`` 1). ``FIRST`` (0) is what a message sent
 without a priority gets: webhook deliveries, and a job the sweeper sends again because it
 waited longer than any message should (aging: whatever starved it, it goes first then).
 Starvation is bounded, not impossible: a flooding tenant's message waits only while tenants
