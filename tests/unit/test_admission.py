@@ -1,11 +1,18 @@
-"""Job quota and admission: the pure parts (the 429 a full quota raises, what the sweeper
+"""Job quota and admission: the pure parts (the 429 a full quota raises, a job's broker priority, what the sweeper
 releases). The Redis scripts run against the real Redis in tests/integration/test_quota.py."""
 import json
 
 import pytest
 
-from plugin.service.admission import (FIRST, LAST, PRIORITY_STEPS, QUOTA_RETRY_AFTER_S,
-                                      dispatch_priority, quota_exceeded, stale)
+from plugin.service.admission import (
+    FIRST,
+    LAST,
+    PRIORITY_STEPS,
+    QUOTA_RETRY_AFTER_S,
+    dispatch_priority,
+    quota_exceeded,
+    stale,
+)
 from plugin.settings import Settings
 
 
@@ -60,7 +67,7 @@ def test_dispatch_priority_table(active, slots, expected):
 def test_dispatch_priority_orders_tenants_by_load_and_leaves_first_to_unprioritized_messages():
     """A lighter tenant is never served after a heavier one (Redis: lower number first), and no
     job shares FIRST with webhook deliveries and aged resends."""
-    levels = [dispatch_priority(n, 2) for n in range(0, 2000)]
+    levels = [dispatch_priority(n, 2) for n in range(2000)]
     assert levels == sorted(levels)
     assert set(levels) <= set(PRIORITY_STEPS) - {FIRST} and max(levels) == LAST
     assert PRIORITY_STEPS == tuple(range(10)) and FIRST == 0
