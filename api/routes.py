@@ -143,10 +143,9 @@ def no_content() -> Response:
 
 def enqueue(kind: JobKind, job_id: str) -> None:
     """Send the job's task (a 503 when the queue is down; the job is then recorded as failed)."""
-    from workers.app import TASKS
+    from workers.app import job_sender
 
-    celery = current_app.extensions["factsieve.celery"]
-    services().jobs.dispatch(job_id, lambda: celery.send_task(TASKS[kind], args=[job_id], task_id=job_id),
+    services().jobs.dispatch(job_id, job_sender(current_app.extensions["factsieve.celery"]),
                              services().kv.url)
 
 

@@ -138,8 +138,9 @@ class Settings(BaseSettings):
     #: become a job.
     sync_ingest_max_bytes: int = Field(default=64 * 1024, ge=0)
     #: An evidence body that splits into more passages than this becomes a job even when it is
-    #: small (64 KiB of one-line documents is ~2,000 passages: minutes of embedding on a CPU).
-    sync_evidence_max_passages: int = Field(default=200, ge=0)
+    #: small (64 KiB of one-line documents is ~2,000 passages: minutes of embedding on a CPU; a
+    #: passage of 512 tokens costs up to ~0.2 s on one busy core, so 32 bound a request to seconds).
+    sync_evidence_max_passages: int = Field(default=32, ge=0)
     #: Caps on what evidence ingestion makes, checked before anything is written: a document
     #: that splits into more passages is rejected (listed in the report); a request (or job)
     #: whose documents make more in all is refused whole (413).

@@ -405,7 +405,8 @@ def run_fairness_phase(dep: Deployment, quiet: dict[str, str], flood: dict[str, 
 def cmd_fairness(args: argparse.Namespace) -> dict:
     """Two tenants on one worker process: the quiet tenant's p95 queue wait for a burst of posts
     when idle, then behind the other tenant's flood (its whole quota). With round-robin
-    admission the quiet burst shares the worker with the flood instead of queueing behind it."""
+    admission the quiet burst shares the worker with the flood instead of queueing behind it;
+    with priorities by tenant load its jobs go before the flood's."""
     slots = 10**6 if args.fifo else args.slots
     dep = Deployment(1, rate_limit_requests=10_000_000, tenant_max_active_jobs=max(args.flood, args.quiet),
                      tenant_max_dispatched_jobs=slots)
@@ -423,7 +424,8 @@ def cmd_fairness(args: argparse.Namespace) -> dict:
         return {"what": "quiet tenant's p95 queue wait (created_at -> started_at), idle vs. while "
                         "another tenant floods (POST /v1/posts, 1 Celery worker process)",
                 "admission": "fifo (no per-tenant dispatch limit)" if args.fifo
-                             else f"round-robin, {slots} dispatched job(s) per tenant",
+                             else f"round-robin, {slots} dispatched job(s) per tenant, "
+                                  "broker priority by tenant load",
                 "idle_p95_s": idle_p95, "flooded_p95_s": flooded_p95,
                 "ratio": round(flooded_p95 / idle_p95, 2) if idle_p95 and flooded_p95 else None,
                 "idle": idle, "flooded": flooded, "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(),

@@ -12,6 +12,7 @@ from typing import Any
 
 from celery import Celery
 
+from plugin.service.admission import PRIORITY_STEPS
 from plugin.service.jobs import JobKind
 from plugin.service.services import Services
 from plugin.settings import Settings
@@ -41,6 +42,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             # look for messages of dead workers often enough for the visibility timeout
             "unacked_restore_interval": max(1, min(10, vt // 4)), "unacked_restore_throttle": 1,
             "socket_connect_timeout": 5, "socket_timeout": 30,
+            # one Redis list per priority, lowest number served first (plugin.service.admission);
+            # queues are still taken round-robin at each priority (no queue_order_strategy);
+            # senders and workers must agree: a worker with other steps misses some lists
+            "priority_steps": list(PRIORITY_STEPS), "sep": ":",
         },
         "result_backend_transport_options": {"global_keyprefix": keyprefix},
         "result_expires": settings.job_ttl_s,
@@ -69,9 +74,11 @@ def create_celery(settings: Settings, services: Services | None = None) -> Celer
 
 
 def job_sender(app: Celery) -> Any:
-    """Send a job (its record) to its task, under the job's id; what ``Services.send_job`` is."""
-    def send(job: dict[str, Any]) -> Any:
-        return app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], task_id=job["id"])
+    """Send a job (its record) to its task, under the job's id, at a broker priority (on Redis
+    lower is served first; ``JobStore`` decides it): ``Services.send_job`` and the API's sends."""
+    def send(job: dict[str, Any], priority: int | None = None) -> Any:
+        return app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], task_id=job["id"],
+                             priority=priority)
 
     return send
 

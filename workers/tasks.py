@@ -120,8 +120,8 @@ def run_sweep(app: Any) -> dict[str, int]:
     settings = services.settings
     limit = settings.task_time_limit_s
 
-    def resend(job: dict[str, Any]) -> None:
-        app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]])
+    def resend(job: dict[str, Any], priority: int) -> None:
+        app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], priority=priority)
 
     return services.jobs.sweep(
         # running: past the hard limit, a redelivery by the broker, and that run's limit too

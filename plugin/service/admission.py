@@ -26,6 +26,26 @@ releases ids whose job is finished or gone, and a moved id that was never sent i
 queued job without a broker message, which the sweeper already sends again. Sending twice is
 harmless: the tasks are idempotent (``workers.tasks``).
 
+*Precedence*: round-robin alone still gives a flooding tenant half the worker, so a quiet
+tenant's burst of k jobs waits about (2k+1)/k times what it waits on an idle system (over 2x for
+small bursts). So a job is also sent with a broker priority from its tenant's load when it is
+sent: the fewer jobs the tenant has queued or running, the sooner it is served
+(``dispatch_priority``; log2 buckets of the load over the dispatch slots). Kombu's Redis
+transport emulates priorities with one list per step (``PRIORITY_STEPS``, one per integer here,
+``workers.app.celery_config``) and its BRPOP names them lowest number first: on Redis a LOWER
+number is served first (the reverse of RabbitMQ), FIFO within a list; a message restored after
+its worker died goes back to its own priority's list. A priority is fixed when its message is
+sent (the first jobs of any burst go early: the load is small while it is being submitted; at
+most N of them), and it orders only what the broker still holds (each worker process reserves
+one task at a time: ``worker_prefetch_multiplier`` 1). ``FIRST`` (0) is what a message sent
+without a priority gets: webhook deliveries, and a job the sweeper sends again because it
+waited longer than any message should (aging: whatever starved it, it goes first then).
+Starvation is bounded, not impossible: a flooding tenant's message waits only while tenants
+with smaller loads have messages queued, each of them at most N (the dispatch cap) and at most
+its quota in all; a constant stream of such jobs could hold it back, but only until the sweeper
+finds it queued past ``queued_after_s`` and sends it again at ``FIRST`` (a second message for
+the same job is harmless: the tasks are idempotent).
+
 A job counts against the tenant it belongs to, whoever's key made it: an admin key's jobs are
 its own tenant's, under the same caps (an admin acts for tenants; it gets no unlimited queue).
 The scripts use ``LPOS`` (Redis 6.0.6 or later).
@@ -42,6 +62,9 @@ from plugin.settings import Settings
 #: A full quota frees a slot when one of the tenant's jobs ends, which nothing here can
 #: predict; this is how long a client is told to wait before trying again.
 QUOTA_RETRY_AFTER_S = 5
+#: Broker priorities (Redis: lower first). ``FIRST`` is a message sent without one.
+FIRST, LAST = 0, 9
+PRIORITY_STEPS = tuple(range(FIRST, LAST + 1))
 #: An id reserved this recently is not repaired by the sweeper even if its job record is not
 #: written yet (``reserve`` comes before the record is written).
 REPAIR_GRACE_S = 60.0
@@ -89,6 +112,19 @@ def quota_exceeded(tenant: str, cap: int) -> RateLimited:
                        retry_after=QUOTA_RETRY_AFTER_S, limit=cap)
 
 
+def dispatch_priority(active: int, slots: int) -> int:
+    """The broker priority of a job sent for a tenant with ``active`` jobs queued or running
+    (this one included) and ``slots`` dispatch slots (pure). A tenant whose whole load fits its
+    slots gets ``FIRST + 1``; each doubling of the load past that is one step later, up to
+    ``LAST``: a tenant with half another's backlog goes first, whatever the sizes. ``FIRST``
+    itself is left to webhook deliveries and aged resends."""
+    level, fits = FIRST + 1, max(1, slots)
+    while active > fits and level < LAST:
+        fits *= 2
+        level += 1
+    return level
+
+
 class Admission:
     """The quota and the dispatch slots of every tenant (see the module docstring)."""
 
@@ -127,6 +163,12 @@ class Admission:
         waiting ids just given a slot, oldest first, for the caller to send."""
         return list(self._run("release job slot", _RELEASE, list(self._keys(tenant)),
                               [job_id, self.slots]))
+
+    def priority(self, tenant: str) -> int:
+        """``dispatch_priority`` of the tenant's current load."""
+        active, _, _ = self._keys(tenant)
+        return dispatch_priority(int(self.kv.call("count active jobs", self.kv.client.zcard, active)),
+                                 self.slots)
 
     def tenants(self) -> list[str]:
         return sorted(self.kv.call("list tenants", self.kv.client.smembers, self.kv.key("tenants")))

@@ -7,7 +7,8 @@ Large inputs (fact-check uploads) sit beside the record and are dropped when the
 
 Every new job is counted against its tenant's quota before its record is written, and handed to
 Celery only when its tenant has a free dispatch slot; otherwise it waits, ``queued``, until one of
-its tenant's jobs ends (``plugin.service.admission`` explains the design).
+its tenant's jobs ends, with a broker priority from its tenant's load, so a tenant with few
+jobs goes before one that floods (``plugin.service.admission`` explains the design).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound, public_problem
-from plugin.service.admission import REPAIR_GRACE_S, Admission, stale
+from plugin.service.admission import FIRST, REPAIR_GRACE_S, Admission, stale
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
@@ -31,6 +32,9 @@ from plugin.index.store import Store
 from plugin.index.bodies import load_template, render
 
 log = logging.getLogger(__name__)
+
+#: How a job becomes a broker message: ``send(job, priority)`` (``workers.app.job_sender``).
+Send = Callable[[dict[str, Any], int], Any]
 
 #: The fields of a job that hold a problem body; any key of the tenant reads them.
 PROBLEM_FIELDS = ("error", "last_error", "previous_error")
@@ -124,7 +128,7 @@ def jobs_index_bodies(alias: str, replicas: int) -> tuple[str, dict[str, Any], s
 
 class JobStore:
     def __init__(self, kv: KV, store: Store, settings: Settings,
-                 send: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 send: Send | None = None) -> None:
         self.kv = kv
         self.store = store
         self.admission = Admission(kv, settings)
@@ -254,17 +258,20 @@ class JobStore:
             raise NotFound(f"no post with id {post_id[:200]!r}")
         return job
 
-    def dispatch(self, job_id: str, send: Callable[[], Any], queue_url: str) -> None:
-        """Hand a job to the queue with ``send`` when its tenant has a free dispatch slot (else it
-        waits for one: ``admission``). If the queue cannot be reached the job is recorded as
-        failed (so its status never says "queued" forever) and ``BackendUnavailable`` naming
-        ``queue_url`` is raised."""
+    def dispatch(self, job_id: str, send: Send, queue_url: str) -> None:
+        """Hand a job to the queue with ``send``, at its tenant's priority, when its tenant has a
+        free dispatch slot (else it waits for one: ``admission``). If the queue cannot be reached
+        the job is recorded as failed (so its status never says "queued" forever) and
+        ``BackendUnavailable`` naming ``queue_url`` is raised."""
         from kombu.exceptions import OperationalError
 
-        if not self.admission.place(self.get(job_id).get("tenant", DEFAULT_TENANT), job_id):
+        job = self.get(job_id)
+        tenant = job.get("tenant", DEFAULT_TENANT)
+        if not self.admission.place(tenant, job_id):
             return
+        priority = self.admission.priority(tenant)
         try:
-            send()
+            send(job, priority)
         except (OperationalError, ConnectionError, OSError) as exc:
             err = BackendUnavailable(f"the job queue (Redis at {queue_url}) is not reachable")
             try:
@@ -324,12 +331,13 @@ class JobStore:
         return job
 
     def sweep(self, *, running_after_s: float, queued_after_s: float,
-              resend: Callable[[dict[str, Any]], Any], now: datetime | None = None) -> dict[str, int]:
+              resend: Send, now: datetime | None = None) -> dict[str, int]:
         """Jobs nothing will ever move again, moved: one ``running`` since longer than any task
         can run or be redelivered (its worker hit the hard time limit, or died and the broker
         lost the message) fails; one ``queued`` for longer than a broker message can wait (the
         message was lost, e.g. Redis restarted without persistence) is sent again with
-        ``resend`` (unless it waits for a dispatch slot of its tenant: then it has no message).
+        ``resend`` at priority ``FIRST`` (unless it waits for a dispatch slot of its tenant: then
+        it has no message); whatever kept it waiting, a low priority included, it goes first now.
         First, dispatch slots that a dead worker never released are freed and filled
         (``_repair_admission``). Every worker calls this periodically; a Redis lock lets one
         sweep at a time."""
@@ -359,7 +367,7 @@ class JobStore:
                       and _age(job.get("queued_at") or job.get("created_at"), now) > queued_after_s):
                     job["queued_at"] = now.isoformat(timespec="milliseconds")
                     self._write(job)
-                    resend(job)
+                    resend(job, FIRST)
                     out["resent"] += 1
         return out
 
@@ -382,8 +390,9 @@ class JobStore:
         return job
 
     def _send_admitted(self, tenant: str, job_ids: list[str],
-                       send: Callable[[dict[str, Any]], Any] | None) -> int:
-        """Send the jobs that just got a dispatch slot; their ``queued_at`` restarts now, so a
+                       send: Send | None) -> int:
+        """Send the jobs that just got a dispatch slot, at their tenant's priority (its load now,
+        after the release); their ``queued_at`` restarts now, so a
         send that never happens (no ``send`` here, the broker down, this process dead) is a
         queued job without a message that the sweeper sends again in time. Best effort: never
         fails the job whose end freed the slot."""
@@ -396,14 +405,14 @@ class JobStore:
                 job["queued_at"] = now_iso()
                 self._write(job)
                 if send is not None:
-                    send(job)
+                    send(job, self.admission.priority(tenant))
                     sent += 1
             except (FactSieveError, OperationalError, OSError):  # the sweeper sends it again
                 log.warning("could not send admitted job %s of tenant %s", job_id, tenant, exc_info=True)
         return sent
 
     def _repair_admission(self, now: datetime,
-                          resend: Callable[[dict[str, Any]], Any]) -> tuple[int, int, set[str]]:
+                          resend: Send) -> tuple[int, int, set[str]]:
         """The sweeper's part in admission: slots still held by jobs that are finished or gone
         (their worker died before releasing them) are released, free slots are filled from the
         waiting lists, and those jobs sent. Returns ``(released, admitted, ids still waiting)``."""

@@ -35,7 +35,7 @@ class Services:
         self._index: str | None = None
         #: hands a job to its Celery task (``workers.app.create_celery`` sets it): how the job
         #: store sends a waiting job once its tenant has a free dispatch slot
-        self.send_job: Callable[[dict[str, Any]], Any] | None = None
+        self.send_job: Callable[[dict[str, Any], int], Any] | None = None
 
     def _get(self, name: str, build: Any) -> Any:
         part = self._parts.get(name)
@@ -97,10 +97,10 @@ class Services:
     def jobs(self) -> JobStore:
         return self._get("jobs", lambda: JobStore(self.kv, self.store, self.settings, send=self._send_job))
 
-    def _send_job(self, job: dict[str, Any]) -> Any:
+    def _send_job(self, job: dict[str, Any], priority: int) -> Any:
         if self.send_job is None:
             raise BackendUnavailable("this process has no job queue to send jobs to")
-        return self.send_job(job)
+        return self.send_job(job, priority)
 
     @property
     def webhooks(self) -> WebhookStore:

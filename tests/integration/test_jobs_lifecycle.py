@@ -71,15 +71,19 @@ def test_sweep_fails_abandoned_running_jobs_and_resends_lost_queued_ones(api_ser
     later = datetime.now(timezone.utc) + timedelta(hours=2)
     api_services.kv.client.delete(api_services.kv.key("jobs-sweep-lock"))
     sent = []
-    out = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=sent.append, now=later)
+
+    def resend(job, priority):
+        sent.append(job)
+
+    out = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=resend, now=later)
     assert out["failed"] >= 1 and out["resent"] >= 2
     assert jobs.get(running)["status"] == JobStatus.FAILED.value
     assert jobs.get(running)["error"]["title"] == "Job abandoned"
     assert {queued, fresh} <= {j["id"] for j in sent}
-    again = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=sent.append, now=later)
+    again = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=resend, now=later)
     assert again["locked"] == 1  # one sweep at a time across workers
     api_services.kv.client.delete(api_services.kv.key("jobs-sweep-lock"))
-    now = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=sent.append)
+    now = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=resend)
     assert jobs.get(fresh)["status"] == JobStatus.QUEUED.value and now["failed"] == 0
 
 

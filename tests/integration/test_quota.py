@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from plugin.errors import RateLimited
+from plugin.service.admission import FIRST, dispatch_priority
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.service.keys import Scope
 
@@ -102,7 +103,7 @@ def test_the_sweeper_releases_slots_a_dead_worker_left(deployment):
     jobs = services.jobs
     made = [jobs.create(JobKind.RERANK, {"text": "x"}, tenant="t")[0]["id"] for _ in range(CAP)]
     for job_id in made:
-        jobs.dispatch(job_id, lambda: None, "redis://test")
+        jobs.dispatch(job_id, lambda job, priority: None, "redis://test")
     assert jobs.admission.dispatched("t") == {made[0]} and jobs.admission.waiting("t") == made[1:]
     # the first job's worker wrote its end and died before releasing its slots
     record = jobs.get(made[0])
@@ -112,14 +113,64 @@ def test_the_sweeper_releases_slots_a_dead_worker_left(deployment):
         jobs.create(JobKind.RERANK, {"text": "x"}, tenant="t")
 
     sent: list[dict] = []
+    given: list[tuple[str, int]] = []
+
+    def resend(job, priority):
+        sent.append(job)
+        given.append((job["id"], priority))
+
     later = datetime.now(timezone.utc) + timedelta(hours=2)
-    out = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=sent.append, now=later)
+    out = jobs.sweep(running_after_s=3600, queued_after_s=3600, resend=resend, now=later)
     assert (out["released"], out["admitted"]) == (1, 1)
     assert made[1] in {j["id"] for j in sent}
+    # admitted at its tenant's priority (2 jobs left, 1 slot); a queued job with a message that
+    # is this old (the clock here is 2 h on: lost, or starved) is sent again at FIRST
+    assert (made[1], dispatch_priority(2, SLOTS)) in given and (made[1], FIRST) in given
     # the job still waiting has no broker message by design: old as it is, it is not resent
     assert made[2] not in {j["id"] for j in sent} and jobs.admission.waiting("t") == made[2:]
     assert jobs.admission.dispatched("t") == {made[1]}
     jobs.create(JobKind.RERANK, {"text": "x"}, tenant="t")  # the quota has room again
+
+
+def test_a_quiet_tenants_job_goes_to_a_higher_priority_list_and_runs_before_the_floods(deployment, tmp_path):
+    """Both messages are in the broker before the one worker starts: without priorities the
+    flood's, sent first, would run first (one FIFO list); with them the quiet tenant's job, sent
+    at its lighter load's priority, is in a list the worker's BRPOP names earlier."""
+    from workers.app import job_sender
+
+    app, services = deployment
+    client = app.test_client()
+    resp = client.post("/v1/fact-checks", data=API_FACTCHECKS.read_bytes(),
+                       headers={**key(services, "flood"), "Content-Type": "application/x-ndjson"})
+    assert resp.status_code == 200
+    jobs, send = services.jobs, job_sender(app.extensions["factsieve.celery"])
+
+    def submit(tenant: str) -> str:
+        return jobs.submit_post({"id": f"p-{uuid.uuid4().hex[:8]}", "text": "5G spreads the coronavirus"},
+                                tenant)[0]["id"]
+
+    flood = [submit("flood") for _ in range(CAP)]  # all counted first: the flood's load is CAP
+    for job_id in flood:
+        jobs.dispatch(job_id, send, services.kv.url)
+    quiet = submit("quiet")
+    jobs.dispatch(quiet, send, services.kv.url)
+    assert jobs.admission.dispatched("flood") == {flood[0]} and jobs.admission.waiting("flood") == flood[1:]
+
+    celery_keys = f"{services.settings.redis_prefix}:celery:"
+    lengths = {pri: services.kv.client.llen(celery_keys + ("match" if pri == 0 else f"match:{pri}"))
+               for pri in range(10)}
+    high, low = dispatch_priority(1, SLOTS), dispatch_priority(CAP, SLOTS)
+    assert high < low  # Redis serves the lower number first
+    assert {pri: n for pri, n in lengths.items() if n} == {high: 1, low: 1}
+
+    admin = key(services, "admin", Scope.ADMIN)  # sees every tenant's jobs
+    worker = Worker(services.settings, tmp_path / "worker.log")  # its sweeper never runs here
+    try:
+        done = {i: poll_job(client, admin, i, timeout=120) for i in [quiet, *flood]}
+    finally:
+        worker.stop()
+    assert {j["status"] for j in done.values()} == {"succeeded"}
+    assert sorted(done, key=lambda i: datetime.fromisoformat(done[i]["started_at"])) == [quiet, *flood]
 
 
 def test_a_job_that_fails_to_dispatch_frees_its_slot(deployment):
@@ -127,7 +178,7 @@ def test_a_job_that_fails_to_dispatch_frees_its_slot(deployment):
     jobs = services.jobs
     job_id = jobs.create(JobKind.RERANK, {"text": "x"}, tenant="t")[0]["id"]
 
-    def down() -> None:
+    def down(job, priority) -> None:
         raise ConnectionError("queue down")
 
     with pytest.raises(Exception, match="not reachable"):

@@ -72,6 +72,9 @@ class NoAdmission:
     def release(self, tenant, job_id=""):
         return []
 
+    def priority(self, tenant):
+        return 1
+
 
 def job_store():
     settings = Settings()

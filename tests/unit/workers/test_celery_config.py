@@ -13,6 +13,8 @@ def test_reliability_settings():
     assert transport["global_keyprefix"] == "nsp:celery:" and transport["visibility_timeout"] == 7200
     assert transport["unacked_restore_interval"] == 10
     assert conf["result_backend_transport_options"] == {"global_keyprefix": "nsp:celery:"}
+    assert transport["priority_steps"] == list(range(10)) and transport["sep"] == ":"
+    assert "queue_order_strategy" not in transport  # queues round-robin at each priority
     assert celery_config(Settings(broker_visibility_timeout_s=4))["broker_transport_options"]["unacked_restore_interval"] == 1
 
 
@@ -29,9 +31,10 @@ def test_the_tasks_are_registered_under_their_names():
 
 
 def test_the_celery_app_gives_its_services_a_job_sender():
-    """How a waiting job is sent once its tenant has a free slot: by its task name, under its id."""
+    """How a waiting job is sent once its tenant has a free slot: by its task name, under its id,
+    at the priority the job store gives it."""
     app = create_celery(Settings())
     calls = []
     app.send_task = lambda name, **kw: calls.append((name, kw))
-    app.factsieve.send_job({"id": "job_1", "kind": "verify"})
-    assert calls == [(TASKS[JobKind.VERIFY], {"args": ["job_1"], "task_id": "job_1"})]
+    app.factsieve.send_job({"id": "job_1", "kind": "verify"}, 7)
+    assert calls == [(TASKS[JobKind.VERIFY], {"args": ["job_1"], "task_id": "job_1", "priority": 7})]
