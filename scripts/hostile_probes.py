@@ -48,7 +48,7 @@ JOB_CAP = 20
 FLOOD_MAX = 200
 #: the issue's inputs, cut to the API's 20,000-character text limit ("http://" * 3000 is 21,000)
 EVIL_TEXTS = {"at20000": "@" * 20000, "a_at10000": "a@" * 10000, "http3000": ("http://" * 3000)[:20000]}
-#: the language-detection probes give up sooner: their pass mark is 1 to 3 s
+#: the language-detection probes give up sooner: their pass mark is 1 to 8 s
 LANG_TIMEOUT_S = 10.0
 PROBLEM_JSON = "application/problem+json"
 
