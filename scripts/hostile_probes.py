@@ -24,11 +24,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,45 +51,8 @@ LANG_TIMEOUT_S = 10.0
 PROBLEM_JSON = "application/problem+json"
 
 
-# -- a webhook receiver ------------------------------------------------------------------------
-class Receiver:
-    """Records every POST; answers 200."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with receiver.lock:
-                    receiver.requests.append({"path": self.path, "headers": dict(self.headers),
-                                              "body": body})
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def received(self, path: str) -> list[dict[str, Any]]:
-        with self.lock:
-            return [r for r in self.requests if r["path"] == path]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# the webhook receiver and the free-port helper are the integration tests' own (loopback only)
+from tests.integration.conftest import Receiver, closed_port  # noqa: E402
 
 
 def port_of(url: str, default: int) -> int:
