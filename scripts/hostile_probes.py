@@ -129,9 +129,16 @@ class Hostile:
     def warm(self) -> None:
         """Match a few ordinary posts first, so that no probe's seconds count a gunicorn worker's
         first match (the configuration's query tower loads then)."""
-        for _ in range(2 * self.dep.workers):
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(_: int) -> None:
             requests.post(f"{self.dep.base}/v1/match", json={"text": "warming up the matcher"},
                           headers={"Authorization": f"Bearer {self.key['write']}"}, timeout=120)
+
+        # concurrently, so that every sync worker (busy with one request) takes some
+        with ThreadPoolExecutor(self.dep.workers) as pool:
+            for _ in range(3):
+                list(pool.map(one, range(self.dep.workers)))
 
     def record(self, probe: str, resp: requests.Response | None, seconds: float, ok: bool, expected: str,
                *, lost: int | None = None, leaked: bool | None = None, detail: str = "",
