@@ -31,6 +31,11 @@ Int = Annotated[int, BeforeValidator(_integral)]
 #: at least one character that is not white space, by Python's ``str.strip`` (which also strips
 #: the separators U+001C..U+001F that Unicode's White_Space, and so ``\s``, leaves out)
 NOT_BLANK = r"[^\s\x1c-\x1f]"
+#: What ``no_control_chars`` enforces, as the schema says it: no C0/C1 control character or DEL,
+#: and (for ids) at least one character that is not blank.
+PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
+PRINTABLE_ID = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+PRINTABLE_URL = r"^https?://[^\x00-\x1f\x7f-\x9f]*$"
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
 
 
@@ -86,8 +91,10 @@ class MatchIn(Request):
     text: Text = Field(description="the post or claim")
     lang: LangCode | None = Field(default=None, description="detected when omitted")
     date: dt.date | None = Field(default=None, description="only fact-checks published on or before it")
-    within_days: Int | None = Field(default=None, ge=0, le=MAX_WITHIN_DAYS,
-                                    description="with date: only fact-checks from this many days before")
+    # the bounds inside the Annotated: on ``Int | None`` pydantic wrote them as "ge"/"le", which
+    # no JSON Schema reader knows (schemathesis sent -1 and 40000 as schema-valid)
+    within_days: Annotated[int, Field(ge=0, le=MAX_WITHIN_DAYS), BeforeValidator(_integral)] | None = Field(
+        default=None, description="with date: only fact-checks from this many days before")
     mode: Mode = Mode.AUTO
     k: Int = Field(default=10, ge=1, le=MAX_K)
     config: str | None = Field(default=None, min_length=1, max_length=100,
@@ -210,12 +217,14 @@ class JobOut(Response):
 
 class PostIn(Request):
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
+                    json_schema_extra={"pattern": PRINTABLE_ID},
                     description="your id for the post; submissions are idempotent on it; "
                                 "no control characters")
     text: Text
     lang: LangCode | None = None
     date: dt.date | None = None
-    url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    url: Annotated[str, Field(max_length=2048, pattern=r"^https?://",
+                              json_schema_extra={"pattern": PRINTABLE_URL})] | None = None
     source: str | None = Field(default=None, max_length=200)
 
     _text = field_validator("text", mode="before")(_not_blank)
@@ -260,6 +269,7 @@ class RerankIn(Request):
 # -- webhooks ---------------------------------------------------------------------------------
 class WebhookIn(Request):
     url: str = Field(min_length=1, max_length=2048, pattern=r"^https?://[^/?#\s]",
+                     json_schema_extra={"pattern": r"^https?://[^/?#\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"},
                      description="http(s); hosts resolving to non-public addresses are refused")
     secret: str | None = Field(default=None, min_length=16, max_length=256,
                                description="generated (and returned once) when omitted")

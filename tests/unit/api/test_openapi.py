@@ -114,3 +114,51 @@ def test_upload_content_types_are_the_ones_the_routes_read(spec):
     # a blank text body is a 400 (decode_body; evidence: "no documents"): the schema says so
     for content in (ingest["text/csv"], ingest["application/x-ndjson"], evidence["application/x-ndjson"]):
         assert content["schema"]["minLength"] == 1 and content["schema"]["pattern"] == r"\S"
+
+
+def _keys(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _keys(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _keys(item)
+
+
+def test_bounds_are_written_as_json_schema_keywords(spec):
+    """``Int | None`` with ``Field(ge=…)`` once came out as "ge"/"le", which no JSON Schema reader
+    knows: schemathesis sent ``within_days: -1`` as schema-valid and got a 422."""
+    schemas = spec["components"]["schemas"]
+    for name, schema in schemas.items():
+        assert not {"ge", "le", "gt", "lt"} & set(_keys(schema)), name
+    within = schemas["MatchIn"]["properties"]["within_days"]["anyOf"][0]
+    assert (within["minimum"], within["maximum"]) == (0, 36500)
+
+
+@pytest.mark.parametrize("value", ["p-1", "a\x1fp-1", " ", "x y", "\x85", "\x7f", "é", "\t p"])
+def test_id_and_url_patterns_say_what_the_validator_enforces(spec, value):
+    """The control-character rule (``no_control_chars``) is declared in the schema, so a client
+    that follows the schema is never refused by it."""
+    import re
+
+    from pydantic import ValidationError
+
+    from api.schemas import PostIn
+
+    props = spec["components"]["schemas"]["PostIn"]["properties"]
+    schema_ok = re.search(props["id"]["pattern"], value) is not None
+    try:
+        PostIn.model_validate_json(json.dumps({"id": value, "text": "t"}))
+        model_ok = True
+    except ValidationError:
+        model_ok = False
+    assert schema_ok == model_ok, value
+    url = "http://example.org/" + value
+    url_ok = re.search(props["url"]["anyOf"][0]["pattern"], url) is not None
+    try:
+        PostIn.model_validate_json(json.dumps({"id": "p", "text": "t", "url": url}))
+        model_ok = True
+    except ValidationError:
+        model_ok = False
+    assert url_ok == model_ok, url
