@@ -169,10 +169,12 @@ class FactCheckItem(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK)] | int | None = None
+    id: Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK,
+                             json_schema_extra={"pattern": PRINTABLE_ID})] | int | None = None
     claim: Text
     title: str | None = None
-    url: Annotated[str, Field(pattern=r"^https?://[^/\s]")] | None = None
+    url: Annotated[str, Field(pattern=r"^https?://[^/\s]", json_schema_extra={
+        "pattern": r"^https?://[^/\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"})] | None = None
     publisher: str | None = None
     rating: str | None = None
     lang: Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")] | None = None

@@ -162,3 +162,24 @@ def test_id_and_url_patterns_say_what_the_validator_enforces(spec, value):
     except ValidationError:
         model_ok = False
     assert url_ok == model_ok, url
+
+
+@pytest.mark.parametrize("value", ["fc-1", "a\x1fb", "x\x00y", "x\ny", "\x85", "é"])
+def test_fact_check_id_and_url_patterns_say_what_ingestion_enforces(spec, value):
+    """A fact-check whose id or url holds a control character is rejected at ingestion; the
+    upload schema says so (schemathesis found schema-valid records refused)."""
+    import re
+
+    from pydantic import ValidationError
+
+    from plugin.models import FactCheck
+
+    props = spec["components"]["schemas"]["FactCheckItem"]["properties"]
+    for field, sent in (("id", value), ("url", "https://example.org/" + value)):
+        schema_ok = re.search(props[field]["anyOf"][0]["pattern"], sent) is not None
+        try:
+            FactCheck.model_validate({"claim": "a claim", field: sent})
+            model_ok = True
+        except ValidationError:
+            model_ok = False
+        assert model_ok or not schema_ok, (field, sent)  # nothing schema-valid is refused
