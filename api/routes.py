@@ -242,8 +242,9 @@ def _flag(name: str) -> bool:
 @route("POST", "/v1/fact-checks", summary="Ingest fact-checks: JSON array, JSON Lines or ClaimReview",
        tag="fact-checks", scope=Scope.WRITE, raw_body=_INGEST_BODY, query=_INGEST_QUERY,
        response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
-       description="Bodies up to the sync limit are ingested in the request and answered with the "
-                   "per-record report (422 when no record was accepted); larger ones become a job. "
+       description="Bodies up to the sync limits (FACTSIEVE_SYNC_INGEST_MAX_BYTES and _RECORDS) are "
+                   "ingested in the request and answered with the per-record report (422 when no "
+                   "record was accepted); larger ones become a job. "
                    "The corpus is shared: every tenant matches against all of it, but a record whose "
                    "id another tenant ingested is rejected (only its owner or an admin key may "
                    "update it); the rest of the batch is ingested.")
@@ -254,6 +255,10 @@ def ingest_factchecks() -> Response:
     data = read_body(svc.settings.max_request_bytes, "FACTSIEVE_MAX_REQUEST_BYTES")
     queue = run_async or len(data) > svc.settings.sync_ingest_max_bytes
     text = preflight.preflight(data, fmt, deep=queue)
+    records = None if queue else list(parse_bytes(data, fmt, "body"))
+    if records is not None and len(records) > svc.settings.sync_ingest_max_records:
+        preflight.check_any_valid(data, fmt)  # what a queued body passes first (a 422 now)
+        queue, records = True, None
     if queue:
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
                                                   "bytes": len(data),
@@ -261,7 +266,7 @@ def ingest_factchecks() -> Response:
                                  body=text, tenant=g.api_key.tenant)
         enqueue(JobKind.INGEST, job["id"])
         return accepted(job)
-    report = svc.ingest_factchecks(parse_bytes(data, fmt, "body"), writer=g.api_key.writer)
+    report = svc.ingest_factchecks(records, writer=g.api_key.writer)
     preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 

@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     #: Fact-check and evidence bodies up to this size are ingested in the request; larger ones
     #: become a job.
     sync_ingest_max_bytes: int = Field(default=64 * 1024, ge=0)
+    #: A fact-check body of more records than this becomes a job even when it is small (64 KiB
+    #: of one-line claims is ~3,000 records: 12 s of embedding in the request on 2 cores).
+    sync_ingest_max_records: int = Field(default=500, ge=0)
     #: An evidence body that splits into more passages than this becomes a job even when it is
     #: small (64 KiB of one-line documents is ~2,000 passages: minutes of embedding on a CPU; a
     #: passage of 512 tokens costs up to ~0.2 s on one busy core, so 32 bound a request to seconds).

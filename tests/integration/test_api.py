@@ -668,6 +668,24 @@ def test_evidence_with_no_valid_document_is_422_like_fact_checks(capped):
     assert deployment_state(svc) == (0, 0, 0, [])
 
 
+def test_fact_check_bodies_of_many_records_become_jobs(limited):
+    """Small bodies of many records were embedded in the request (64 KiB of one-line claims is
+    ~3,000 records, 12 s on 2 cores): past FACTSIEVE_SYNC_INGEST_MAX_RECORDS they are a job."""
+    client, auth, svc = limited
+    svc.settings.sync_ingest_max_records = 3
+    ndjson_h = {**auth, "Content-Type": "application/x-ndjson"}
+    rows = [json.dumps({"id": f"many-{i}", "claim": f"Claim {i} about rivers"}) for i in range(4)]
+    resp = client.post("/v1/fact-checks", data="\n".join(rows[:3]).encode(), headers=ndjson_h)
+    assert resp.status_code == 200 and resp.get_json()["indexed"] == 3
+    body = "\n".join(rows).encode()
+    resp = client.post("/v1/fact-checks", data=body, headers=ndjson_h)
+    assert resp.status_code == 202, resp.data
+    job = svc.jobs.get(resp.get_json()["job_id"])
+    assert job["kind"] == "ingest" and svc.jobs.body(job["id"]).encode() == body
+    bad = "\n".join(json.dumps({"id": f"bad-{i}"}) for i in range(4)).encode()  # no claim at all
+    assert client.post("/v1/fact-checks", data=bad, headers=ndjson_h).status_code == 422
+
+
 def test_large_evidence_bodies_become_jobs(limited):
     client, auth, svc = limited
     # this deployment's own settings object: bodies over 1 KiB, or of more than 3 passages, are jobs
