@@ -64,3 +64,16 @@ def test_public_problem_scrubs_5xx_only():
     bad = BadInput("webhook URL 'http://127.0.0.1:1/x' is not allowed").to_problem()
     assert public_problem(bad) == bad
     assert public_problem({"status": 504, "title": "t", "detail": "d"}) == {"status": 504, "title": "t", "detail": "d"}
+
+
+@pytest.mark.parametrize("text", [":" * 20000, "a:" * 10000, "1:" * 10000, "f::" * 6000,
+                                  "[:" * 10000, "a." * 10000, "a-" * 10000, "a" * 20000,
+                                  "a:" + "b" * 20000 + "@"])
+def test_scrub_is_linear_on_crafted_text(text):
+    """A 5xx message can quote text a client chose (an LLM's answer, an OpenSearch reason), and
+    every job error is scrubbed when written and read: ``":"*5000`` took 400 s, ``"a:"*2500``
+    190 s (the credential form rescanned the rest of the text from every colon)."""
+    from tests.guards import hang_guard
+
+    with hang_guard(10):
+        assert scrub(text).count("<backend>") <= len(text)
