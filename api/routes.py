@@ -141,7 +141,7 @@ def no_content() -> Response:
     return Response(status=204)
 
 
-def enqueue(kind: JobKind, job_id: str) -> None:
+def enqueue(job_id: str) -> None:
     """Send the job's task (a 503 when the queue is down; the job is then recorded as failed)."""
     from workers.app import job_sender
 
@@ -264,7 +264,7 @@ def ingest_factchecks() -> Response:
                                                   "bytes": len(data),
                                                   "writer": g.api_key.writer.to_dict()},
                                  body=text, tenant=g.api_key.tenant)
-        enqueue(JobKind.INGEST, job["id"])
+        enqueue(job["id"])
         return accepted(job)
     report = svc.ingest_factchecks(records, writer=g.api_key.writer)
     preflight.check_report(report, fmt)
@@ -313,7 +313,7 @@ def ingest_evidence_route() -> Response:
                                                     "passages": plan.passages,
                                                     "writer": g.api_key.writer.to_dict()},
                                  body=text, tenant=g.api_key.tenant)
-        enqueue(JobKind.EVIDENCE, job["id"])
+        enqueue(job["id"])
         return accepted(job)
     report = svc.ingest_evidence_body(data, claim_id, writer=g.api_key.writer)
     return reply(s.EvidenceReport.model_validate(report.to_dict()))
@@ -352,7 +352,7 @@ def submit_post(body: s.PostIn) -> Response:
     job, created = services().jobs.submit_post(body.model_dump(mode="json", exclude_none=True),
                                                g.api_key.tenant)
     if created or job["status"] == JobStatus.QUEUED.value:
-        enqueue(JobKind.POST, job["id"])
+        enqueue(job["id"])
     url = job_url(job["id"])
     return reply(s.PostAccepted(post_id=body.id, job_id=job["id"], status=job["status"],
                                 status_url=url, duplicate=not created), 202, {"Location": url})
@@ -378,7 +378,7 @@ def verify(body: s.VerifyIn) -> Response:
     svc.verification_config(body.config)  # an unknown configuration is a 400 now, not a failed job
     verify_request(inp).validated()  # so is a claim date in the future
     job, _ = svc.jobs.create(JobKind.VERIFY, inp, tenant=g.api_key.tenant)
-    enqueue(JobKind.VERIFY, job["id"])
+    enqueue(job["id"])
     return accepted(job)
 
 
@@ -389,7 +389,7 @@ def rerank(body: s.RerankIn) -> Response:
     services().config(body.config)
     job, _ = services().jobs.create(JobKind.RERANK, body.model_dump(mode="json", exclude_none=True),
                                     tenant=g.api_key.tenant)
-    enqueue(JobKind.RERANK, job["id"])
+    enqueue(job["id"])
     return accepted(job)
 
 
@@ -449,11 +449,9 @@ def owned_webhook(webhook_id: str) -> str:
                    "matching either is valid. `overlap_s=0` signs with the new secret alone "
                    "from now on.")
 def rotate_webhook_secret(webhook_id: str) -> Response:
-    raw = request.args.get("overlap_s", str(SECRET_OVERLAP_S))
-    if not (raw.isascii() and raw.isdigit()) or not 0 <= int(raw) <= MAX_SECRET_OVERLAP_S:
-        raise BadInput(f"overlap_s must be an integer from 0 to {MAX_SECRET_OVERLAP_S} "
-                       f"(seconds), got {raw[:40]!r}")
-    sub = services().webhooks.rotate_secret(owned_webhook(webhook_id), overlap_s=int(raw))
+    overlap_s = parse_int("overlap_s", request.args.get("overlap_s", str(SECRET_OVERLAP_S)),
+                          lo=0, hi=MAX_SECRET_OVERLAP_S)
+    sub = services().webhooks.rotate_secret(owned_webhook(webhook_id), overlap_s=overlap_s)
     return reply(s.WebhookCreated.model_validate(sub))
 
 

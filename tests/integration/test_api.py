@@ -388,7 +388,7 @@ def test_secret_rotation_overlap_is_checked(client, auth, receiver):
     sub = client.post("/v1/webhooks", headers=auth, json={
         "url": receiver.url("/overlap"), "events": ["post.matched"], "languages": ["ko"], "min_score": 999.5}).get_json()
     try:
-        for bad in ("-1", "abc", "2592001", "1e3", "\u0661"):
+        for bad in ("-1", "abc", "2592001", "1e3", "\u0661", "9" * 5000):  # 5000 digits: int() raised
             resp = client.post(f"/v1/webhooks/{sub['id']}/secret", query_string={"overlap_s": bad}, headers=auth)
             assert resp.status_code == 400 and "overlap_s" in problem_of(resp)["detail"], bad
         resp = client.post(f"/v1/webhooks/{sub['id']}/secret?overlap_s=0", headers=auth)
