@@ -278,8 +278,8 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
 def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, make_alias, monkeypatch, embedder):
     monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
     monkeypatch.setenv("FACTSIEVE_LLM_URL", os.environ.get("FACTSIEVE_LLM_URL") or LOCAL_LLM)
-    code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "qa-loop")
-    assert code == 0, out
+    code, out, err = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "qa-loop")
+    assert code == 0, out + err
     assert "sample evidence: 89 documents" in out and "verifying a sample claim" in out
     assert "[1] Q:" in out and "verdict:" in out and "cites [" in out
 
