@@ -1,6 +1,7 @@
 # FactSieve: two commands on a fresh machine.
 #   make demo   venv + install, local OpenSearch + Redis, test model, sample corpus, real matches
-#   make test   the same bootstrap, then the whole test suite (unit + integration, real servers)
+#   make test   the same bootstrap, the docs site built strictly, then the whole test suite
+#               (unit + integration, real servers)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -20,8 +21,10 @@ SECURE_ENV := $(or $(FACTSIEVE_CACHE),$(CURDIR)/.cache)/opensearch/secure/secure
 export FACTSIEVE_TEST_SECURE_ENV ?= $(SECURE_ENV)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# mkdocs-material's banner about its successor, printed on every build
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz api-hostile
+.PHONY: demo test docs test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz api-hostile
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -72,7 +75,14 @@ demo: install up model
 # the torch-marked tests need the torch extra: `make test-torch` installs it and runs them.
 # The secured node (up-secure) serves tests/integration/test_secured.py.
 test: install up up-secure model wordnet
+	$(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q -p no:cacheprovider -m "not torch"
+
+# The documentation site (mkdocs + mkdocs-material, offline) into the git-ignored site/; the API
+# reference page is rendered from the app's OpenAPI document (docs/hooks/openapi.py). `make test`
+# builds it with --strict before pytest, so a broken link or a setting without a row fails the run.
+docs: install
+	$(VENV)/bin/mkdocs build
 
 # A second, secured OpenSearch node (security plugin, TLS, FactSieve's admin and runtime
 # identities) on https://127.0.0.1:9250; its settings are in $(SECURE_ENV).
