@@ -12,6 +12,8 @@ from typing import Annotated, Any
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator,
                       model_validator)
 
+from plugin.errors import BadInput
+from plugin.search.request import MatchRequest
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.models import (LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode,
                            no_control_chars)
@@ -83,7 +85,10 @@ class Ready(Response):
 
 # -- matching -----------------------------------------------------------------------------------
 class MatchIn(Request):
-    #: within_days (when an integer) needs a date
+    """A match request as JSON. The fields declare their own limits; the rule across fields
+    (within_days needs a date, declared by ``if``/``then``) is ``MatchRequest``'s, checked by
+    ``MatchRequest.from_mapping`` like every other way in."""
+
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"within_days": {"type": "integer"}}, "required": ["within_days"]},
         "then": {"properties": {"date": {"type": "string"}}, "required": ["date"]}})
@@ -110,9 +115,11 @@ class MatchIn(Request):
     _text = field_validator("text", mode="before")(_not_blank)
 
     @model_validator(mode="after")
-    def _window(self) -> MatchIn:
-        if self.within_days is not None and self.date is None:
-            raise ValueError("within_days needs date: the window ends at the post date")
+    def _request(self) -> MatchIn:
+        try:
+            MatchRequest.from_mapping(self.model_dump())
+        except BadInput as exc:
+            raise ValueError(exc.detail) from None
         return self
 
 

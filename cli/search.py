@@ -6,27 +6,35 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plugin.models import Mode
-from plugin.search.matcher import MatchRequest
+from plugin.search.request import MatchRequest
 from plugin.service.services import Services
 
-from cli.common import dump, parse_date, print_matches
-
-
-def match_request(args: argparse.Namespace, text: str) -> MatchRequest:
-    return MatchRequest(text=text, lang=args.lang, date=parse_date(args.date),
-                        mode=Mode.parse(args.mode), k=args.k, within_days=args.within_days,
-                        allow=tuple(args.allow or ()), deny=tuple(args.deny or ()),
-                        rerank=True if args.rerank else False)
+from cli.common import dump, print_matches
+from cli.lab import add_fusion_flag, by_fusion
 
 
 def cmd_match(args: argparse.Namespace, services: Services) -> int:
-    matcher = services.matcher(args.config, rerank=args.rerank)
-    result = matcher.match(match_request(args, args.text))
+    """Match one post on the fusion path(s) ``--fusion`` asks for; with ``--rerank``, within the
+    live budget (FACTSIEVE_RERANK_BUDGET_MS) as the API does. The JSON says which path fused
+    (``fusion``: the one that did, which is client-side where a hybrid query does not fit)."""
+    budget = services.settings.rerank_budget_ms if args.rerank else None
+    req = MatchRequest.from_mapping(vars(args), budget_ms=budget)
+    cfg = services.config(args.config)
+    results: list[Any] = []
+
+    def run(settings: Any) -> dict[str, Any]:
+        results.append(services.matcher(cfg.name, rerank=args.rerank,
+                                        server_fusion=settings.server_fusion).match(req))
+        return results[-1].to_dict()
+
+    out = by_fusion(args, services, {cfg.name: cfg}, run)
+    for result, shown in zip(results, [out] if len(results) == 1 else out.values()):
+        shown["fusion"] = result.fusion
     if args.json:
-        dump(result.to_dict())
-    else:
-        print_matches(result)
+        dump(out)
+        return 0
+    for result in results:
+        print_matches(result, header=f"fusion: {result.fusion}" if len(results) > 1 else None)
     return 0
 
 
@@ -82,11 +90,13 @@ def register(sub: Any, add: Any) -> None:
                     help="mono (same language only), cross (any language) or auto (any, own language preferred)")
     sp.add_argument("--config", help="named retrieval configuration (see `factsieve configs`)")
     sp.add_argument("--rerank", action="store_true",
-                    help="rerank with the configuration's cross-encoder, as the API's `rerank` does")
+                    help="rerank with the configuration's cross-encoder within FACTSIEVE_RERANK_BUDGET_MS, "
+                         "as the API's `rerank` does")
     sp.add_argument("-k", type=int, default=10, help="number of matches")
     sp.add_argument("--allow", action="append", help="only this domain/publisher (repeatable)")
     sp.add_argument("--deny", action="append", help="never this domain/publisher (repeatable)")
-    sp.add_argument("--json", action="store_true", help="print JSON")
+    sp.add_argument("--json", action="store_true", help="print JSON (with `fusion`: the path that fused)")
+    add_fusion_flag(sp)
 
     sp = add("demo", cmd_demo, "load the bundled sample corpus and print matches for sample posts")
     sp.add_argument("--samples", type=Path, default=Path("samples"))

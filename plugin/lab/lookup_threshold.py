@@ -35,7 +35,6 @@ import argparse
 import hashlib
 import json
 import math
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -46,14 +45,12 @@ from typing import Any
 from plugin.errors import FactSieveError
 from plugin.lab.evaluate.metrics import percentile
 from plugin.models import Mode
+from plugin.search.duplicates import DUPLICATE_JACCARD, claim_words, duplicates_of
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.search.retrieval import RetrievalConfig
 
 #: what the lookup asks for (``Verifier._lookup``)
 LOOKUP_K = 5
-#: word-set Jaccard from which two fact-checks' claims count as one (``matcher.same_claim``)
-DUPLICATE_JACCARD = 0.8
-_WORD = re.compile(r"\w+", re.UNICODE)  # as matcher.same_claim tokenises
 #: AVeriTeC dev claims whose first CLEF match states the same claim, by reading the 32
 #: highest-scoring ones (claim id → fact-check id): RBG on paedophilia, Sean Connery's letter to
 #: Apple, abortion rates under Democratic presidents, Schumer's alleged affair, the Trump
@@ -161,25 +158,6 @@ def distribution(scores: Sequence[float]) -> dict[str, Any]:
         return {"n": 0}
     return {"n": len(scores), "p10": percentile(scores, 0.1), "p50": percentile(scores, 0.5),
             "p90": percentile(scores, 0.9), "min": min(scores), "max": max(scores)}
-
-
-def claim_words(claims: dict[str, str]) -> dict[str, frozenset[str]]:
-    """Each fact-check's claim as the lower-cased word set ``matcher.same_claim`` compares."""
-    return {i: frozenset(_WORD.findall(c.lower())) for i, c in claims.items()}
-
-
-def duplicates_of(ids: Iterable[str], words: dict[str, frozenset[str]], *,
-                  threshold: float = DUPLICATE_JACCARD) -> set[str]:
-    """``ids`` and every fact-check whose claim is a near-duplicate of one of theirs: word-set
-    Jaccard ≥ ``threshold``, the test of ``matcher.same_claim`` over ``claim_words``."""
-    found = set(ids)
-    for i in list(found):
-        a = words.get(i)
-        if not a:
-            continue
-        found |= {j for j, b in words.items()
-                  if b and j not in found and len(a & b) / len(a | b) >= threshold}
-    return found
 
 
 def eval_queries(queries: Iterable[dict[str, Any]], qrels: dict[str, set[str]]) -> list[dict[str, Any]]:

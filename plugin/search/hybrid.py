@@ -33,6 +33,20 @@ NEURAL_PLUGIN = "opensearch-neural-search"
 FETCH_KEYS = ("_source", "stored_fields", "docvalue_fields")
 
 
+class FitReason(str):
+    """Why a configuration does or does not fit a hybrid query (readable as the ``str`` it is).
+    ``pipeline``: the search pipeline it would fit with, when that is all it lacks (installed
+    later by ``factsieve init``, so worth looking for again), else ``None``."""
+
+    pipeline: str | None = None
+
+    @classmethod
+    def uninstalled(cls, pipeline: str) -> FitReason:
+        why = cls(f"search pipeline {pipeline} is not installed: run `factsieve init`")
+        why.pipeline = pipeline
+        return why
+
+
 @dataclass(frozen=True)
 class ServerPlan:
     pipeline: str
@@ -87,19 +101,19 @@ def config_pipelines(configs: Iterable[RetrievalConfig]) -> dict[str, dict[str, 
 
 def server_plan(config: RetrievalConfig, bodies: dict[str, dict[str, Any]],
                 weights: dict[str, float], *, size: int,
-                plugins: set[str], pipelines: set[str] | None = None) -> tuple[ServerPlan | None, str]:
+                plugins: set[str], pipelines: set[str] | None = None) -> tuple[ServerPlan | None, FitReason]:
     """A hybrid-query plan for these sub-query bodies, or ``(None, reason)``. ``pipelines``:
     the search pipelines installed on the cluster (``None``: do not check)."""
     if NEURAL_PLUGIN not in plugins:
-        return None, "the cluster has no neural-search plugin"
+        return None, FitReason("the cluster has no neural-search plugin")
     got = fusion_pipeline(config, [weights[n] for n in bodies])
     if isinstance(got, str):
-        return None, got
+        return None, FitReason(got)
     name, pipeline_body = got
     if pipelines is not None and name not in pipelines:
-        return None, f"search pipeline {name} is not installed: run `factsieve init`"
+        return None, FitReason.uninstalled(name)
     # the hybrid query returns what the sub-queries would: candidate doc values, no _source
     first = next(iter(bodies.values()))
     body = {"size": size, **{k: first[k] for k in FETCH_KEYS if k in first},
             "query": {"hybrid": {"queries": [b["query"] for b in bodies.values()]}}}
-    return ServerPlan(pipeline=name, pipeline_body=pipeline_body, body=body), "fits"
+    return ServerPlan(pipeline=name, pipeline_body=pipeline_body, body=body), FitReason("fits")

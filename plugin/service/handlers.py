@@ -8,13 +8,11 @@ deliveries are planned under deterministic ids.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import date
 from typing import Any
 
 from plugin.ingest import Format, parse_bytes
-from plugin.search.matcher import MatchRequest
-from plugin.models import Mode
+from plugin.search.request import MatchRequest
 from plugin.owners import Writer
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
@@ -23,14 +21,6 @@ from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.webhooks import Event, wants
 
 RERANK_CONFIG = "hybrid-rerank"
-
-
-def match_request(inp: dict[str, Any], text_field: str = "text") -> MatchRequest:
-    """A ``MatchRequest`` from a job's JSON input (dates as ISO strings)."""
-    day = inp.get("date")
-    return MatchRequest(text=inp[text_field], lang=inp.get("lang"),
-                        date=date.fromisoformat(day) if day else None,
-                        mode=Mode.parse(inp.get("mode") or "auto"), k=int(inp.get("k") or 10))
 
 
 def verify_request(inp: dict[str, Any]) -> VerifyRequest:
@@ -75,7 +65,7 @@ def rerank_config(services: Services, requested: str | None) -> str | None:
 def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
     matcher = services.matcher(rerank_config(services, inp.get("config")), rerank=True)
-    result = matcher.match(replace(match_request(inp), rerank=True)).to_dict()
+    result = matcher.match(MatchRequest.from_mapping({**inp, "rerank": True})).to_dict()
     if result["notes"]:
         result["note"] = " ".join(result["notes"])
     return result
@@ -109,11 +99,12 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post, then plan and enqueue a ``post.matched`` delivery for every subscription
-    whose filters it passes and whose threshold its best match clears."""
+    """Match a post (with its filters and rerank budget, when it gives them), then plan and
+    enqueue a ``post.matched`` delivery for every subscription whose filters it passes and whose
+    threshold its best match clears."""
     post = job["input"]["post"]
     matcher = services.matcher(job["input"].get("config"))
-    result = matcher.match(match_request(post)).to_dict()
+    result = matcher.match(MatchRequest.from_mapping(post)).to_dict()
     best = best_score(result["matches"])
     deliveries = []
     for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):

@@ -112,18 +112,20 @@ class Services:
         return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
 
     def matcher(self, config: str | None = None, *, rerank: bool | None = False,
-                explained: bool = False) -> Matcher:
+                explained: bool = False, server_fusion: bool | None = None) -> Matcher:
         """A matcher for a configuration, holding its reranker when the caller may rerank
-        (``rerank`` not ``False``) and one loads; whether a match *is* reranked is decided by
-        ``Matcher.will_rerank`` alone. ``explained``: see ``Matcher.explained``; the verification
-        lookup reads the kNN score from there."""
+        (``rerank`` not ``False``) and one loads; whether a match is reranked, and how far, is
+        the matcher's ``RerankGate``'s decision. ``explained``: see ``Matcher.explained``; the
+        verification lookup reads the kNN score from there. ``server_fusion``: try a hybrid
+        query first (``None``: as the settings say)."""
         cfg = self.config(config)
         reranker = None
         if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
-        return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}", lambda: Matcher(
+        fusion = self.settings.server_fusion if server_fusion is None else server_fusion
+        return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}:{fusion}", lambda: Matcher(
             self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None,
-            generate=self.query_generator(cfg), explained=explained))
+            generate=self.query_generator(cfg), explained=explained, server_fusion=fusion))
 
     def query_generator(self, cfg: RetrievalConfig) -> Any:
         """The LLM variant writer when ``cfg`` has LLM query variants and an LLM is configured."""

@@ -52,6 +52,15 @@ def test_init_ingest_match_json(capsys, cli_alias, embedder):
     assert body["lang"] == "en" and len(body["matches"]) == 3
     assert set(body["matches"][0]) >= {"id", "score", "rank", "claim", "title", "url", "lang",
                                        "published_at", "rating"}
+    assert body["fusion"] == "client"  # FACTSIEVE_SERVER_FUSION is off: the path that fused
+    # --fusion both: each path's matches, saying which path fused them (crosslingual
+    # hybrid-rrf weighs both sub-queries alike, so it fits a hybrid query's RRF)
+    if os.environ.get("FACTSIEVE_OS_NEURAL") != "0":
+        code, out, _ = run(capsys, "match", "vaccines alter your DNA", "-k", "3", "--json",
+                           "--config", "hybrid-rrf", "--mode", "cross", "--fusion", "both")
+        both = json.loads(out)
+        assert code == 0 and both["client"]["fusion"] == "client" and both["server"]["fusion"] == "server"
+        assert len(both["server"]["matches"]) == len(both["client"]["matches"]) == 3
 
 
 def test_ingest_claimreview_and_bad_records(capsys, cli_alias, embedder, tmp_path):

@@ -1,0 +1,69 @@
+"""Post, verification and rerank routes: each becomes a job a worker runs; jobs are read back
+by id (posts also by their own id)."""
+from __future__ import annotations
+
+from flask import Response, g
+
+from plugin.service.handlers import verify_request
+from plugin.service.jobs import JobKind, JobStatus
+from plugin.service.keys import Scope
+
+from api import schemas as s
+from api.routing import accepted, enqueue, job_out, job_url, reply, route, services
+
+
+# -- posts and jobs ---------------------------------------------------------------------------------
+@route("POST", "/v1/posts", summary="Submit a post: a worker matches it and notifies webhooks",
+       tag="posts", scope=Scope.WRITE, body=s.PostIn, status=202, response=s.PostAccepted,
+       errors=(409,),
+       description="Idempotent on the post id: resubmitting the same post returns its job "
+                   "(duplicate: true); the same id with different content is a 409.")
+def submit_post(body: s.PostIn) -> Response:
+    job, created = services().jobs.submit_post(body.model_dump(mode="json", exclude_none=True),
+                                               g.api_key.tenant)
+    if created or job["status"] == JobStatus.QUEUED.value:
+        enqueue(job["id"])
+    url = job_url(job["id"])
+    return reply(s.PostAccepted(post_id=body.id, job_id=job["id"], status=job["status"],
+                                status_url=url, duplicate=not created), 202, {"Location": url})
+
+
+@route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job and match result",
+       tag="posts", response=s.JobOut)
+def get_post(post_id: str) -> Response:
+    return reply(job_out(services().jobs.get_post(post_id, g.api_key.tenant)))
+
+
+@route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,
+       status=202, response=s.JobAccepted,
+       description="A worker verifies the claim with a named configuration: a published "
+                   "fact-check that matches it well answers it (`stage: previously-fact-checked`); "
+                   "otherwise evidence published before the claim date is retrieved and an LLM "
+                   "asks and answers the questions that decide it, then gives a verdict with a "
+                   "justification whose statements cite the question-answer pairs. The job reports "
+                   "`progress` while it runs; subscribers to `claim.verified` get the result.")
+def verify(body: s.VerifyIn) -> Response:
+    svc = services()
+    inp = body.model_dump(mode="json", exclude_none=True)
+    svc.verification_config(body.config)  # an unknown configuration is a 400 now, not a failed job
+    verify_request(inp).validated()  # so is a claim date in the future
+    job, _ = svc.jobs.create(JobKind.VERIFY, inp, tenant=g.api_key.tenant)
+    enqueue(job["id"])
+    return accepted(job)
+
+
+@route("POST", "/v1/rerank", summary="Match and rerank with a cross-encoder (a job)", tag="jobs",
+       body=s.RerankIn, status=202, response=s.JobAccepted,
+       description="Without a configured reranker the result is the fused order and says so.")
+def rerank(body: s.RerankIn) -> Response:
+    services().config(body.config)
+    job, _ = services().jobs.create(JobKind.RERANK, body.model_dump(mode="json", exclude_none=True),
+                                    tenant=g.api_key.tenant)
+    enqueue(job["id"])
+    return accepted(job)
+
+
+@route("GET", "/v1/jobs/<job_id>", summary="A job's status and, once finished, its result or error",
+       tag="jobs", response=s.JobOut)
+def get_job(job_id: str) -> Response:
+    return reply(job_out(services().jobs.get(job_id, g.api_key.sees)))

@@ -1,0 +1,115 @@
+"""What one match searches, decided once from the request, the post's language and the
+configuration: ``MatchPlan`` (pure), and the pure steps around fusion that follow from it."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plugin.models import Fused, Hit, Mode
+from plugin.search.queries import Filters, bm25_query, filter_query, knn_query
+from plugin.search.retrieval import RetrievalConfig, RetrieverKind
+
+#: In auto mode, fact-checks in the post's own language get this multiplicative boost: about
+#: half a rank at the top of an RRF list (1/61 vs 1/62), enough to break near-ties in favour
+#: of the reader's language, never enough to bury a better match in another language.
+SAME_LANG_BOOST = 1.01
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """The decisions a match takes before it searches.
+
+    ``crosslingual``: the match crosses from the post's language to others (mode auto or cross,
+    and a language detected). Three things follow from it and from nothing else: the retrievers'
+    crosslingual weights (BM25 only ever finds same-language fact-checks, and weighting it as in
+    mono mode buries a relevant fact-check in another language under same-language near-misses),
+    BM25's stand-ins (``fuse.stand_in_terms``) and the centring of query vectors
+    (``plugin.search.centering``). A post with no detected language (no letters) crosses from
+    nothing: BM25 is no blinder to other languages than to its own there."""
+
+    lang: str | None
+    mode: Mode
+    crosslingual: bool
+    #: candidates each sub-query returns
+    size: int
+    filters: Filters
+    #: fusion weight by retriever name (every retriever of the configuration)
+    weights: dict[str, float] = field(default_factory=dict)
+    #: ``{retriever: its stand-in}`` (crosslingual only)
+    stand_ins: dict[str, str] = field(default_factory=dict)
+    #: how far query vectors are centred (``RetrievalConfig.language_centering``; crosslingual only)
+    centering: float = 0.0
+    #: the factor for fact-checks in the post's language (auto mode)
+    same_lang: float = 1.0
+
+    @classmethod
+    def decide(cls, req: Any, lang: str | None, config: RetrievalConfig) -> MatchPlan:
+        """The plan for a ``MatchRequest`` whose post is in ``lang`` (``None``: not detected)."""
+        mode = Mode.parse(config.mode) if config.mode else req.mode
+        crosslingual = lang is not None and mode is not Mode.MONO
+        mono = mode is Mode.MONO and lang is not None
+        return cls(lang=lang, mode=mode, crosslingual=crosslingual, size=max(config.candidates, req.k),
+                   filters=Filters(langs=(lang,) if mono else None, published_before=req.date,
+                                   within_days=req.within_days, allow=tuple(req.allow),
+                                   deny=tuple(req.deny)),
+                   weights=config.weights(crosslingual=crosslingual),
+                   stand_ins=config.stand_ins() if crosslingual else {},
+                   centering=(config.language_centering or 0.0) if crosslingual else 0.0,
+                   same_lang=SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
+
+    def queries(self, config: RetrievalConfig, texts: Mapping[str, str | None],
+                vectors: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+        """The sub-query bodies by retriever name, and their fusion weights, from each query
+        variant's text and (dense) vector. A variant without text (a failed LLM call) sits out."""
+        flt = filter_query(self.filters)
+        bodies = {}
+        for r in config.retrievers:
+            if not texts.get(r.query):
+                continue
+            if r.kind is RetrieverKind.BM25:
+                bodies[r.name] = bm25_query(texts[r.query], lang=self.lang, filters=flt, size=self.size)
+            else:
+                bodies[r.name] = knn_query(vectors[r.query], filters=flt, size=self.size)
+        return bodies, {name: w for name, w in self.weights.items() if name in bodies}
+
+
+def dense_variants(config: RetrievalConfig, texts: Mapping[str, str | None]) -> list[str]:
+    """The query variants a dense retriever of ``config`` embeds (those with text), sorted."""
+    return sorted({r.query for r in config.retrievers if r.kind is RetrieverKind.DENSE and texts.get(r.query)})
+
+
+def boost(fused: list[Fused], boosts: dict[str, float], lang: str | None,
+          same_lang: float) -> list[Fused]:
+    """Multiply fused scores by trusted-source boosts (domain or publisher) and, in auto mode,
+    by ``same_lang`` for fact-checks in the post's language; returns a new, re-ranked list."""
+    if not boosts and same_lang == 1.0:
+        return list(fused)
+    scored = []
+    for f in fused:
+        src = f.source or {}
+        factor = 1.0
+        if boosts:
+            factor = max(boosts.get(src.get("domain") or "", 1.0), boosts.get(src.get("publisher") or "", 1.0))
+        if lang and src.get("lang") == lang:
+            factor *= same_lang
+        scored.append((f.score * factor, f))
+    scored.sort(key=lambda p: (-p[0], p[1].rank, p[1].id))
+    # built directly: dataclasses.replace costs ~10 µs a call, and this runs on every candidate
+    return [Fused(id=f.id, score=score, rank=i, contributions=f.contributions)
+            for i, (score, f) in enumerate(scored, start=1)]
+
+
+def other_language(lang: str | None) -> Callable[[Hit], bool]:
+    """Whether a candidate is a fact-check in another language than ``lang`` (from its doc
+    values; one without a language counts as the post's)."""
+    def blind(hit: Hit) -> bool:
+        other = (hit.source or {}).get("lang")
+        return bool(other) and other != lang
+    return blind
+
+
+def fused_head(head: int, k: int, collapse_threshold: float | None) -> int:
+    """How many fused candidates get their ``_source`` in the first fetch: the ``head`` that is
+    shown or reranked, plus a margin when near-duplicates will be collapsed out of it."""
+    return head + (k // 2 + 5 if collapse_threshold else 0)

@@ -1,0 +1,60 @@
+"""``MatchPlan``: what a match searches, decided once (pure), and the bodies built from it."""
+from datetime import date
+
+import pytest
+
+from plugin.models import Mode
+from plugin.search.plan import SAME_LANG_BOOST, MatchPlan, dense_variants
+from plugin.search.request import MatchRequest
+from plugin.search.retrieval import RetrievalConfig, get_config
+
+
+def config(**extra):
+    return RetrievalConfig.model_validate({
+        "name": "t", "candidates": 30, "language_centering": 0.5,
+        "retrievers": [{"kind": "bm25", "weight": 2.0, "cross_weight": 0.5, "stand_in": "dense:post"},
+                       {"kind": "dense", "weight": 1.0}], **extra})
+
+
+@pytest.mark.parametrize("mode, lang, crosslingual, langs, same_lang", [
+    (Mode.AUTO, "en", True, None, SAME_LANG_BOOST),
+    (Mode.CROSS, "en", True, None, 1.0),
+    (Mode.MONO, "en", False, ("en",), 1.0),
+    # no detected language: nothing to cross from, in every mode
+    (Mode.AUTO, None, False, None, SAME_LANG_BOOST),
+    (Mode.CROSS, None, False, None, 1.0),
+    (Mode.MONO, None, False, None, 1.0),
+])
+def test_one_rule_governs_weights_stand_ins_and_centring(mode, lang, crosslingual, langs, same_lang):
+    plan = MatchPlan.decide(MatchRequest(text="x", mode=mode, k=5), lang, config())
+    assert plan.crosslingual is crosslingual and plan.filters.langs == langs
+    assert plan.weights == ({"bm25:post": 0.5, "dense:post": 1.0} if crosslingual
+                            else {"bm25:post": 2.0, "dense:post": 1.0})
+    assert plan.stand_ins == ({"bm25:post": "dense:post"} if crosslingual else {})
+    assert plan.centering == (0.5 if crosslingual else 0.0)
+    assert plan.same_lang == same_lang and plan.size == 30
+
+
+def test_the_configuration_s_mode_wins_and_k_widens_the_candidates():
+    plan = MatchPlan.decide(MatchRequest(text="x", mode=Mode.CROSS, k=50), "en", config(mode="mono"))
+    assert plan.mode is Mode.MONO and not plan.crosslingual and plan.size == 50
+
+
+def test_queries_are_built_from_texts_and_vectors_alone():
+    req = MatchRequest(text="x", mode=Mode.MONO, date=date(2021, 1, 1), within_days=7, deny=("x.com",))
+    plan = MatchPlan.decide(req, "en", config())
+    texts = {"post": "vaccines"}
+    assert dense_variants(config(), texts) == ["post"]
+    bodies, weights = plan.queries(config(), texts, {"post": [0.1, 0.2, 0.3]})
+    assert list(bodies) == ["bm25:post", "dense:post"] and weights == {"bm25:post": 2.0, "dense:post": 1.0}
+    assert bodies["dense:post"]["query"]["knn"]["embedding"]["vector"] == [0.1, 0.2, 0.3]
+    assert plan.queries(config(), texts, {"post": [0.0]}) == plan.queries(config(), texts, {"post": [0.0]})
+
+
+def test_a_variant_without_text_sits_out():
+    cfg = get_config("reveal")
+    plan = MatchPlan.decide(MatchRequest(text="x"), "en", cfg)
+    texts = {"post": "p", "hyde": None, "question": "q?", "debunk": "p fact check"}
+    assert "hyde" not in dense_variants(cfg, texts)
+    bodies, weights = plan.queries(cfg, texts, {v: [0.0] for v in dense_variants(cfg, texts)})
+    assert "dense:hyde" not in bodies and "dense:hyde" not in weights

@@ -1,0 +1,73 @@
+"""``RerankGate``: whether, and how far, a match is reranked (pure), and the reranked order."""
+import pytest
+
+from plugin.models import Fused, Hit
+from plugin.search.rerank import MIN_RERANK_PAIRS, REPROBE_AFTER, RerankGate, reorder
+from plugin.search.retrieval import Rerank, RetrievalConfig
+
+CFG = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}],
+                                      "rerank": {"model": "m", "top": 20}})
+PLAIN = CFG.model_copy(update={"rerank": None})
+
+
+class English:
+    languages = frozenset({"en"})
+
+
+def head(n: int = 30, lang: str = "en") -> list[Fused]:
+    return [Fused(id=str(i), score=1.0 / i, rank=i, contributions={"q": Hit(str(i), 1.0, i, "q", {"lang": lang})})
+            for i in range(1, n + 1)]
+
+
+def decide(gate=RerankGate(), cfg=CFG, reranker=object(), asked=None, lang="en", fused=None, budget_ms=None):
+    return gate.decide(cfg, reranker, asked=asked, lang=lang, fused=head() if fused is None else fused,
+                       budget_ms=budget_ms)
+
+
+def test_without_a_budget_the_configured_head_is_reranked():
+    assert decide()[:2] == (20, None)
+
+
+@pytest.mark.parametrize("kwargs, note", [
+    ({"asked": False}, None),
+    ({"cfg": PLAIN}, None),
+    ({"reranker": None}, None),
+    ({"cfg": PLAIN, "asked": True}, "no reranker is configured for configuration 't'"),
+    ({"reranker": None, "asked": True}, "no reranker is configured"),
+    ({"reranker": English(), "lang": "es"}, "this post is es"),
+    ({"reranker": English(), "fused": head(lang="ko")}, "candidates include ko"),
+])
+def test_reasons_to_keep_the_fused_order(kwargs, note):
+    pairs, got, gate = decide(**kwargs)
+    assert pairs == 0 and gate == RerankGate()
+    assert got is None if note is None else note in got
+
+
+def test_a_budget_probes_then_fits_what_the_measured_cost_allows():
+    pairs, note, gate = decide(budget_ms=150)
+    assert (pairs, note) == (2, "reranked the top 2 of 20 within the 150 ms budget")
+    gate = gate.measured(40.0)
+    assert decide(gate, budget_ms=150)[:2] == (3, "reranked the top 3 of 20 within the 150 ms budget")
+    assert decide(gate, budget_ms=150, fused=head(3))[:2] == (3, None)  # every candidate fitted
+    assert gate.measured(60.0).pair_ms == pytest.approx(0.7 * 40 + 0.3 * 60)
+
+
+def test_a_starved_budget_keeps_the_fused_order_and_reprobes_after_a_while():
+    gate = RerankGate(pair_ms=40.0)
+    for i in range(1, REPROBE_AFTER):
+        pairs, note, gate = decide(gate, budget_ms=50)
+        assert pairs == 0 and gate.starved == i
+        assert f"fits fewer than {MIN_RERANK_PAIRS} pairs (~40 ms a pair measured)" in note
+    pairs, _, gate = decide(gate, budget_ms=50)
+    assert pairs == 0 and gate == RerankGate()  # the cost is forgotten: the next match probes
+    assert decide(gate, budget_ms=50)[0] == 2
+    assert decide(RerankGate(pair_ms=40.0, starved=5), budget_ms=150)[2].starved == 0
+
+
+def test_reorder_puts_the_head_in_the_reranker_s_order_and_keeps_the_tail():
+    fused = head(4)
+    out = reorder(fused, [0.1, 0.9], Rerank(model="m", top=2))
+    assert [(f.id, f.rank) for f in out] == [("2", 1), ("1", 2), ("3", 3), ("4", 4)]
+    assert fused[0].rank == 1  # inputs untouched
+    # half the weight on the fused rank: a small reranker preference does not overturn it
+    assert [f.id for f in reorder(fused, [0.4, 0.5], Rerank(model="m", top=2, weight=0.5))][:2] == ["1", "2"]

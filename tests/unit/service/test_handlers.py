@@ -1,0 +1,36 @@
+"""The post handler matches a post with everything it gives: filters and rerank budget too."""
+from datetime import date
+
+from plugin.models import Mode
+from plugin.search.request import MatchRequest
+from plugin.search.result import MatchResult
+from plugin.service.handlers import run_post
+
+
+class FakeMatcher:
+    def __init__(self):
+        self.requests = []
+
+    def match(self, req):
+        self.requests.append(req)
+        return MatchResult(lang="en", matches=[], took_ms=1.0, config="t")
+
+
+class FakeServices:
+    def __init__(self):
+        self.matcher_ = FakeMatcher()
+        self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
+
+    def matcher(self, config=None, **kw):
+        return self.matcher_
+
+
+def test_the_post_handler_passes_filters_and_budget_through():
+    services = FakeServices()
+    post = {"id": "p1", "text": "5G spreads covid", "lang": "en", "date": "2021-03-01", "mode": "cross",
+            "k": 4, "within_days": 30, "allow": ["snopes.com"], "deny": ["x.com"], "rerank_budget_ms": 90}
+    result = run_post(services, {"id": "j", "input": {"post": post}}, lambda did: None)
+    assert result["post_id"] == "p1" and result["deliveries"] == []
+    assert services.matcher_.requests == [MatchRequest(
+        text="5G spreads covid", lang="en", date=date(2021, 3, 1), mode=Mode.CROSS, k=4, within_days=30,
+        allow=("snopes.com",), deny=("x.com",), rerank_budget_ms=90.0)]
