@@ -3,7 +3,7 @@
 A page that holds the marker ``<!-- openapi -->`` gets every route and schema of the document
 ``GET /openapi.json`` serves, as Markdown. The document comes from ``api.create_app``, which
 connects to nothing (OpenSearch, Redis and the model are built lazily), so the build needs no
-running service; a route added to ``api/routes.py`` appears here without touching the docs.
+running service; a route declared with ``api.routing.route`` appears here without touching the docs.
 """
 from __future__ import annotations
 
