@@ -4,7 +4,6 @@ stale pointer behind in JSON, where no import would catch it."""
 import importlib
 import json
 import re
-from pathlib import Path
 
 import pytest
 
