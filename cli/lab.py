@@ -101,9 +101,9 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
     if args.record:
         from datetime import date
 
-        from plugin.search.retrieval import packaged_configs_path, write_scores
+        from plugin.lab.evaluate.records import write_scores
 
-        write_scores(args.configs_file or packaged_configs_path(), result, on=date.today().isoformat())
+        write_scores(args.records, result, on=date.today().isoformat())
     if args.table:
         print(_table(result))
     else:
@@ -336,6 +336,8 @@ def _hyper_parameters(sp: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any, add: Any) -> None:
+    from plugin.lab.evaluate.records import DEFAULT_RECORDS
+
     sp = add("evaluate", cmd_evaluate, "run named retrieval configurations over a dataset and print metrics")
     add_fusion_flag(sp)
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
@@ -346,8 +348,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--split", help="SPLIT[,SPLIT...]: score only these query splits (CLEF-2020: dev,test)")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
     sp.add_argument("--record", action="store_true",
-                    help="record the scores in the configuration file's last_scores "
-                         "(per dataset, query split and mode)")
+                    help="record the scores in the records file (per configuration, dataset, query split and mode)")
+    sp.add_argument("--records", type=Path, default=DEFAULT_RECORDS, metavar="FILE",
+                    help="the records file --record writes (default: records/retrieval.json in the current directory)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
 
     sp = add("tune", cmd_tune, "one configuration parameter over a grid, cross-validated on a dataset's queries")

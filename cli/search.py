@@ -106,5 +106,5 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--verify-config", default="qa-loop", help="verification configuration for the sample claim")
     sp.add_argument("--no-verify", action="store_true", help="matching only (no LLM needed)")
 
-    sp = add("configs", cmd_configs, "list the named retrieval configurations with their last scores")
+    sp = add("configs", cmd_configs, "list the named retrieval configurations (scores: records/retrieval.json)")
     sp.add_argument("--configs-file", type=Path)

@@ -1,31 +1,7 @@
 """Measure the lookup threshold: the best match's similarity above which a published rating
-answers a claim (``lookup_min_score`` in ``plugin/verify/configs/verification.json``).
-
-The lookup (``Verifier._lookup``) matches the claim with ``MatchRequest(text=claim, lang, date,
-k=5)`` in auto mode under the verification configuration's retrieval configuration
-(``factsieve``) and lets the *first* match answer when ``similarity(best)`` — its kNN score,
-Lucene's (1 + cos) / 2, not the fused RRF score, which scores ranks — reaches the threshold.
-Each case below is that first match's similarity, labelled by whether answering would be right:
-
-- **positives**: CLEF-2020 task 2 dev+test tweets (the training split left out, as ``evaluate``
-  does) whose first match answers them: a relevant fact-check, or a near-duplicate of one. The
-  Snopes corpus holds the same fact-check twice with only the quote marks changed (word-set
-  Jaccard 1.0, while unrelated first matches stay under 0.25), and the qrels name one copy;
-- **wrong first match**: the same tweets when the first match is neither (answering would cite
-  the wrong fact-check);
-- **relevant removed**: the same tweets again with their relevant fact-checks and those copies
-  excluded from every sub-query (an ``ids`` ``must_not`` pushed into the BM25 query and the kNN
-  filter, so the rankings are those of an index without them, up to BM25 statistics) — claims
-  nobody has fact-checked;
-- **AVeriTeC**: the AVeriTeC dev claims (2020–2022, other claims from a later period) against
-  the same CLEF index. Nothing marks which of them an older Snopes fact-check covers, and some
-  are: the main result counts every one as a negative (a lower bound on precision); the
-  ``alternatives`` give the threshold without them (``clef_only``) and with the claims that a
-  reading found covered by their first match (``AVERITEC_COVERED``) counted as right answers
-  (``read``).
-
-Precision depends on the mix of covered and uncovered claims (here about one covered for two
-uncovered), so the report also gives, per negative set, the share of its claims answered.
+answers a claim (``lookup_min_score`` in ``plugin/verify/configs/verification.json``), scoring the
+first match of CLEF-2020 dev+test tweets (answered right, answered wrong, their fact-checks
+removed) and of AVeriTeC dev claims. The cases and caveats: ``docs/design/lookup-threshold.md``.
 
 Run: ``python -m plugin.lab.lookup_threshold [--clef DIR] [--averitec DIR] [--fixture FILE] --json``
 """

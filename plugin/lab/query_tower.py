@@ -58,10 +58,9 @@ class TowerOptions:
     #: LoRA's alpha / r
     scale: float = 2.0
     #: the share of the trained delta that is served (weight-space interpolation between the
-    #: base and the tuned tower, as WiSE-FT does): half kept CLEF-2020 dev+test MAP@5 (0.904 both)
-    #: and out-of-fold MAP@5 (0.888 vs 0.892), while unrelated chatter's top confidence fell from
-    #: 0.21 to 0.07 on average (the full delta lowers every cosine, so "far from everything"
-    #: stops looking far)
+    #: base and the tuned tower, as WiSE-FT does): half keeps the tuned scores while unrelated
+    #: chatter's top confidence falls (the full delta lowers every cosine, so "far from
+    #: everything" stops looking far); the numbers: docs/design/measurements.md
     interpolate: float = 0.5
 
     def validated(self) -> TowerOptions:

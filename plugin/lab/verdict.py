@@ -1,41 +1,8 @@
-"""``factsieve train-verdict``: fit the verdict head (``plugin.verify.head``) on tuning data and
-measure what each dataset adds.
-
-Datasets (the shared, tuning parts only; the holdout claims are never read here), each mapped
-onto the four AVeriTeC labels with its evidence as question–answer pairs:
-
-- ``averitec`` (``averitec_dev/claims.jsonl``): gold QA pairs (``gold_qa_pairs``), labels as
-  given. The target: every reported number is on these claims.
-- ``climate_fever``: the 5 Wikipedia evidence sentences as pairs (question = the article title,
-  as the head-only verifier titles retrieved passages); SUPPORTS → Supported, REFUTES → Refuted,
-  NOT_ENOUGH_INFO → Not Enough Evidence, DISPUTED → Conflicting Evidence/Cherrypicking (the
-  dataset's README: both supporting and refuting evidence found).
-- ``liar_plus``: one pair, question = the claim, answer = the justification the dataset's
-  authors extracted from the PolitiFact ruling (verdict words removed; claims without one are
-  skipped). true, mostly-true → Supported; false, pants-fire, barely-true → Refuted; half-true →
-  Conflicting Evidence/Cherrypicking. Caveats: the 6-way truth scale is not an evidence verdict
-  (barely-true is "partly accurate but leaves out important details", close to cherrypicking;
-  mostly-true may omit context); LIAR has no Not Enough Evidence class; the justification is the
-  fact-checker's own reasoning, cleaner than retrieved evidence. ``credit_history`` is never
-  used: it counts the statement's own rating.
-
-Weighting: within each dataset, examples are class-balanced (AVeriTeC is 61 % Refuted); then
-averitec carries total weight 1 and each extra dataset ``extra_weight`` (0.1). Measured: with
-the extras at full weight their label priors (climate_fever mostly Supported, liar_plus without
-Not Enough Evidence) cost averitec 0.06–0.15 accuracy; at 0.1 they add a little macro-F1.
-
-Validation: stratified k-fold over the averitec claims, repeated with ``repeats`` shuffles (seed,
-seed + 1, …): 341 claims, 23 of them Not Enough Evidence, move macro-F1 by ±0.01–0.02 between
-shuffles. The extra datasets join every training fold whole (they never appear in a test fold).
-Each condition (averitec alone, with each extra, with all) reports accuracy, macro-F1 and
-per-class F1 (``plugin.verify.scoring.label_metrics``) against the majority baseline. When HerO's
-reference predictions are there (``averitec_dev/reference``), the out-of-fold head of the final
-condition also rates HerO's *retrieved* evidence and is blended with HerO's verdict, as the
-verifier blends the LLM's ratings (``(1 − w)·llm + w·head``), to show what each adds. The final
-head is then fitted on all the given data and written with its manifest.
-
-The classifier is a multinomial logistic regression, L2-penalised, fitted by L-BFGS (scipy);
-inference needs numpy only. Nothing is cached on disk but the artifact.
+"""``factsieve train-verdict``: fit the verdict head (``plugin.verify.head``) on the tuning parts of
+AVeriTeC, Climate-FEVER and LIAR-PLUS (mapped onto the four AVeriTeC labels) and measure what each
+dataset adds, by repeated stratified k-fold over the AVeriTeC claims. A multinomial logistic
+regression fitted by L-BFGS (scipy); inference needs numpy only. The datasets, label mappings,
+weighting and validation: ``docs/design/verdict-model.md``.
 """
 from __future__ import annotations
 

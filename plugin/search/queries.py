@@ -139,11 +139,9 @@ def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
     return {"size": size, **_candidate_body(), "query": query}
 
 
-#: Candidates the HNSW search explores (Lucene's ef) when asked for fewer. With ef = k = 100 on
-#: the CLEF-2020 index merged to one segment, 92 % of the exact top 100 came back: dense MAP@5
-#: on the dev+test queries fell from 0.866 (exact) to 0.856, and the factsieve configuration's
-#: from 0.898 to 0.891. ef 200 finds 97.7 % (dense 0.866, factsieve 0.896; ef 400: the same) for
-#: about a millisecond. Before the merge, eleven per-segment searches of k each made up for it.
+#: Candidates the HNSW search explores (Lucene's ef) when asked for fewer: ef = k loses part of
+#: the exact top k on a merged index, 200 finds nearly all of it for about a millisecond
+#: (docs/design/measurements.md).
 KNN_EF_SEARCH = 200
 
 

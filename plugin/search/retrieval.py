@@ -3,15 +3,17 @@
 Every configuration in ``plugin/search/configs/retrieval.json`` (bm25, dense, sieve, hybrid-rrf,
 multiquery, hybrid-rerank, …) is run by the same ``Matcher``; a configuration only says which
 retrievers run over which query variants, with what weights, how they are fused, and what is
-done after fusion. Each carries its last measured scores, so a change that makes one worse shows.
+done after fusion, plus a one-sentence description. What each one measured sits beside the
+runtime, not in it (``records/retrieval.json``, written by ``evaluate --record``); the longer
+account of each is ``docs/design/configurations.md``. A file is parsed once per process.
 """
 from __future__ import annotations
 
 import json
 from enum import Enum
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -67,34 +69,9 @@ class Rerank(BaseModel):
         return self
 
 
-#: The metrics a configuration's ``last_scores`` keep (latency belongs to ``bench``).
-RECORDED_METRICS = ("S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100")
-
-
-class RecordedScore(BaseModel):
-    """One measurement in a configuration's ``last_scores``: what ``evaluate --record`` wrote for
-    one (dataset, split, mode), and when. ``split`` names the queries scored (``dev+test``,
-    ``all``; see ``plugin.lab.evaluate.run.query_split``), so a run on another query set is a
-    separate record, not a replacement."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dataset: str
-    split: str
-    mode: str
-    date: str
-    n_queries: int = Field(ge=0)
-    #: queries left out because a reranker in the same run was trained on them
-    excluded_training_queries: int = Field(default=0, ge=0)
-    metrics: dict[str, float]
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return self.dataset, self.split, self.mode
-
-
 class RetrievalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: frozen: the parsed configurations are shared by every caller (``load_configs`` caches them)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = ""
     description: str = ""
@@ -118,7 +95,6 @@ class RetrievalConfig(BaseModel):
     #: whose packaged confidence model (``factsieve calibrate``) scores the matches: the
     #: configuration's own by default; a reranking configuration names its first stage's
     calibrator: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-    last_scores: list[RecordedScore] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> RetrievalConfig:
@@ -142,57 +118,31 @@ class RetrievalConfig(BaseModel):
                 for r in self.retrievers}
 
 
-def _read(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        text = resources.files("plugin.search").joinpath("configs/retrieval.json").read_text(encoding="utf-8")
-    else:
-        text = Path(path).read_text(encoding="utf-8")
-    return json.loads(text)
+def packaged_configs_path() -> Path:
+    return Path(str(resources.files("plugin.search").joinpath("configs/retrieval.json")))
 
 
-def load_configs(path: Path | None = None) -> dict[str, RetrievalConfig]:
-    """All named configurations (the packaged file, or ``path``)."""
-    raw = _read(path)
+@cache
+def _parse(path: str) -> tuple[str, dict[str, RetrievalConfig]]:
+    """The default name and the validated configurations of the file at ``path``, parsed once
+    per process (``_parse.cache_clear()`` forgets them)."""
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
     configs = {}
     for name, body in raw["configs"].items():
         try:
             configs[name] = RetrievalConfig.model_validate({**body, "name": name})
         except ValidationError as exc:
             raise BadInput(f"retrieval configuration {name!r} is invalid: {exc}") from None
-    return configs
+    return raw["default"], configs
 
 
-def record_scores(doc: dict[str, Any], result: dict[str, Any], *, on: str) -> dict[str, Any]:
-    """A copy of a configuration file's ``doc`` with ``result`` (what ``evaluate`` printed:
-    ``configs`` as ``{name: {mode: metrics}}``) recorded in the ``last_scores`` of each
-    configuration it measured, one ``RecordedScore`` per mode dated ``on``. A record with the same
-    (dataset, split, mode) is replaced; every other record stays."""
-    out = json.loads(json.dumps(doc))
-    common = {"dataset": Path(str(result["dataset"])).name, "split": result["split"], "date": on,
-              "n_queries": result["n_queries"],
-              "excluded_training_queries": result.get("excluded_training_queries", 0)}
-    for name, per_mode in result["configs"].items():
-        if name not in out["configs"]:
-            continue
-        scores = out["configs"][name].setdefault("last_scores", [])
-        for mode, metrics in per_mode.items():
-            new = RecordedScore(mode=mode, metrics={m: metrics[m] for m in RECORDED_METRICS}, **common)
-            scores[:] = [s for s in scores if RecordedScore.model_validate(s).key != new.key]
-            scores.append(new.model_dump(mode="json"))
-    return out
-
-
-def write_scores(path: Path, result: dict[str, Any], *, on: str) -> None:
-    doc = record_scores(_read(path), result, on=on)
-    Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def packaged_configs_path() -> Path:
-    return Path(str(resources.files("plugin.search").joinpath("configs/retrieval.json")))
+def load_configs(path: Path | None = None) -> dict[str, RetrievalConfig]:
+    """All named configurations (the packaged file, or ``path``)."""
+    return dict(_parse(str(path or packaged_configs_path()))[1])
 
 
 def default_config_name(path: Path | None = None) -> str:
-    return _read(path)["default"]
+    return _parse(str(path or packaged_configs_path()))[0]
 
 
 def get_config(name: str | None, path: Path | None = None) -> RetrievalConfig:

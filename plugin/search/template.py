@@ -1,32 +1,10 @@
 """The stored search template ``factsieve-match``: FactSieve's hybrid match as one OpenSearch
 request, for newsroom tools that talk to OpenSearch directly (a CMS plugin, Dashboards, curl).
-
-``POST <alias>/_search/template {"id": "factsieve-match", "params": {...}}`` runs the same two
-sub-queries a ``factsieve match`` runs for a configuration that fits server-side fusion
-(``plugin.search.hybrid``): BM25 over the language-neutral fields plus the post language's
-analysed ones, and a ``neural`` kNN query embedded by the model ``factsieve init`` hosted in ML
-Commons, both under the same filters, fused by that configuration's search pipeline. The
-pipeline travels inside the template (a temporary search pipeline): a ``search_pipeline`` *name*
-in a template's body is ignored by ``_search/template`` (measured: the hybrid query then came
-back unfused), and a caller should not have to know it.
-
-Params: ``query_text`` (the post), ``k`` (default 10, at most the configuration's candidates),
-and optional ``lang`` (the post's language), ``mode`` (``mono`` keeps only fact-checks in
-``lang``; anything else searches every language), ``date_to`` (``YYYY-MM-DD``: fact-checks
-published on or before it, undated ones kept) and ``within_days`` (with ``date_to``: dated ones
-in that window only).
-
-What it cannot do that ``factsieve match`` does: detect the language (pass ``lang``), normalise
-the post (URLs, @mentions: send what you would show a reader), the ``auto`` mode's small
-same-language tie-break, allow/deny lists, reranking and per-retriever ``explain``.
-
-Mustache has no equality test, so ``mode == "mono"`` is decided by the index: every fact-check
-index maps ``MONO_FIELD`` as a ``constant_keyword`` whose value is ``mono``; a ``term`` query on it
-with the ``mode`` param matches every document exactly when the param is ``mono``, and OpenSearch
-rewrites it to match-all or match-none before searching (no per-document cost).
-
-The template file holds mustache ``{{...}}`` for request params and ``<<...>>`` for what
-``factsieve init`` fills in (model id, pipeline): pure string work, tested without a server.
+The fusion pipeline travels inside the template (``_search/template`` ignores a pipeline *name*),
+and the index decides ``mode == "mono"`` (``MONO_FIELD``: mustache has no equality test). The
+file holds mustache ``{{...}}`` for request params and ``<<...>>`` for what ``factsieve init``
+fills in: pure string work, tested without a server. Params and limits:
+``docs/design/search-template.md``.
 """
 from __future__ import annotations
 

@@ -1,54 +1,11 @@
 """Per-tenant job quota and fair admission to the shared Celery queues, in Redis.
 
-Two problems, one mechanism. *Quota*: a tenant may have at most ``tenant_max_active_jobs``
-jobs queued or running; the next one is a ``RateLimited`` (429) naming the cap. *Fairness*: the
-Celery queues are FIFO and shared, so a tenant that floods them would put every other tenant's
-job behind its whole backlog. Round-robin admission fixes that: at most
-``tenant_max_dispatched_jobs`` (N) of a tenant's jobs are *dispatched* (in a Celery queue or
-running) at a time; the rest *wait* in the tenant's own Redis list, still ``queued``, and when
-one of its dispatched jobs ends the next waiting one is sent. The FIFO then holds at most N jobs
-per tenant, so a quiet tenant's job waits behind at most N jobs of each other tenant, not behind
-their backlogs (with two busy tenants each gets about half the workers).
-
-Per tenant ``t`` (every id a job id we made; every step one Lua script, so atomic):
-
-- ``<prefix>:tenant:<t>:active`` — sorted set of the job ids queued, waiting or running, scored
-  by when they were admitted: the quota counts its members. ``reserve`` adds an id if the cap
-  allows; an id already there (an idempotent resubmit) is not counted twice.
-- ``<prefix>:tenant:<t>:dispatched`` — set of the ids sent to Celery and not yet ended (<= N).
-- ``<prefix>:tenant:<t>:waiting`` — list of the ids waiting for a dispatch slot, oldest first.
-- ``<prefix>:tenants`` — the tenants that ever had a job, for the sweeper.
-
-``release`` (called when a job ends: ``JobStore._end``) removes the id from all three and moves
-waiting ids into the free dispatch slots, returning them for the caller to send. A worker can
-die between the two (or between moving an id and sending it): the sweeper (``JobStore.sweep``)
-releases ids whose job is finished or gone, and a moved id that was never sent is an ordinary
-queued job without a broker message, which the sweeper already sends again. Sending twice is
-harmless: the tasks are idempotent (``workers.tasks``).
-
-*Precedence*: round-robin alone still gives a flooding tenant half the worker, so a quiet
-tenant's burst of k jobs waits about (2k+1)/k times what it waits on an idle system (over 2x for
-small bursts). So a job is also sent with a broker priority from its tenant's load when it is
-sent: the fewer jobs the tenant has queued or running, the sooner it is served
-(``dispatch_priority``; log2 buckets of the load over the dispatch slots). Kombu's Redis
-transport emulates priorities with one list per step (``PRIORITY_STEPS``, one per integer here,
-``workers.app.celery_config``) and its BRPOP names them lowest number first: on Redis a LOWER
-number is served first (the reverse of RabbitMQ), FIFO within a list; a message restored after
-its worker died goes back to its own priority's list. A priority is fixed when its message is
-sent (the first jobs of any burst go early: the load is small while it is being submitted; at
-most N of them), and it orders only what the broker still holds (each worker process reserves
-one task at a time: ``worker_prefetch_multiplier`` 1). ``FIRST`` (0) is what a message sent
-without a priority gets: webhook deliveries, and a job the sweeper sends again because it
-waited longer than any message should (aging: whatever starved it, it goes first then).
-Starvation is bounded, not impossible: a flooding tenant's message waits only while tenants
-with smaller loads have messages queued, each of them at most N (the dispatch cap) and at most
-its quota in all; a constant stream of such jobs could hold it back, but only until the sweeper
-finds it queued past ``queued_after_s`` and sends it again at ``FIRST`` (a second message for
-the same job is harmless: the tasks are idempotent).
-
-A job counts against the tenant it belongs to, whoever's key made it: an admin key's jobs are
-its own tenant's, under the same caps (an admin acts for tenants; it gets no unlimited queue).
-The scripts use ``LPOS`` (Redis 6.0.6 or later).
+*Quota*: at most ``tenant_max_active_jobs`` jobs queued or running per tenant (then 429).
+*Fairness*: at most ``tenant_max_dispatched_jobs`` of a tenant's jobs are in a Celery queue or
+running at a time; the rest wait in the tenant's own Redis list and are sent as slots free, each
+with a broker priority from its tenant's load (on Redis a LOWER number is served first). Every
+step is one Lua script (``LPOS``: Redis 6.0.6 or later); the sweeper repairs what a dying worker
+leaves. The keys, release, precedence and starvation bounds: ``docs/design/admission.md``.
 """
 from __future__ import annotations
 

@@ -11,6 +11,10 @@ configurations, each with the strategy it runs and its knobs.
   claim (at most ``per_url`` from one page) and one call returning QA pairs, ratings, verdict.
 - ``head``: no LLM: the verdict head (a small classifier on the packaged encoder) over the
   evidence.
+
+A configuration may name a ``"base"`` configuration and inherits the fields it does not set
+(``resolve_bases``): the lookup thresholds are written once, in ``lookup``. How they were set:
+``docs/design/verification.md``.
 """
 from __future__ import annotations
 
@@ -42,7 +46,8 @@ class VerificationConfig(BaseModel):
     #: the retrieval configuration the lookup matches fact-checks with
     retrieval: str | None = None
     #: a published rating answers the claim when the best match's similarity (its kNN score,
-    #: (1 + cos) / 2) reaches this; ``None`` skips the lookup. Measured on data: see the README.
+    #: (1 + cos) / 2) reaches this; ``None`` skips the lookup. Measured on data:
+    #: ``docs/design/verification.md``.
     lookup_min_score: float | None = None
     #: a published rating answers the claim when the best match's calibrated confidence
     #: (``plugin.search.calibration``) reaches this; checked before ``lookup_min_score``, which
@@ -68,22 +73,50 @@ def packaged_path() -> Path:
     return Path(str(resources.files("plugin.verify").joinpath("configs/verification.json")))
 
 
+def resolve_bases(bodies: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each configuration's fields over those of the configuration its ``"base"`` names (and that
+    one's base, and so on), without the ``base`` key. A base that is not there, or a chain that
+    comes back to where it started, is refused with the chain."""
+    resolved: dict[str, dict[str, Any]] = {}
+
+    def resolve(name: str, chain: tuple[str, ...]) -> dict[str, Any]:
+        if name in resolved:
+            return resolved[name]
+        if name in chain:
+            raise BadInput(f"verification configurations inherit in a cycle: {' -> '.join((*chain, name))}")
+        body = dict(bodies[name])
+        base = body.pop("base", None)
+        if base is not None:
+            if base not in bodies:
+                raise BadInput(f"verification configuration {name!r} names the base {base!r}, "
+                               f"which is not one of: {', '.join(bodies)}")
+            body = {**resolve(base, (*chain, name)), **body}
+        resolved[name] = body
+        return body
+
+    return {name: resolve(name, ()) for name in bodies}
+
+
 @cache
-def _read(path: str) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
-def load_configs(path: Path | None = None) -> dict[str, VerificationConfig]:
-    raw: dict[str, Any] = json.loads(_read(str(path or packaged_path())))
+def _parse(path: str) -> tuple[str, dict[str, VerificationConfig]]:
+    """The default name and the resolved configurations of the file at ``path``, parsed once per
+    process."""
+    raw: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     try:
-        return {name: VerificationConfig(name=name, **body) for name, body in raw["configs"].items()}
+        configs = {name: VerificationConfig(name=name, **body)
+                   for name, body in resolve_bases(raw["configs"]).items()}
     except ValidationError as exc:
         raise BadInput(f"invalid verification configuration: {exc.errors()[0]['loc']}: "
                        f"{exc.errors()[0]['msg']}") from None
+    return raw["default"], configs
+
+
+def load_configs(path: Path | None = None) -> dict[str, VerificationConfig]:
+    return dict(_parse(str(path or packaged_path()))[1])
 
 
 def default_name(path: Path | None = None) -> str:
-    return json.loads(_read(str(path or packaged_path())))["default"]
+    return _parse(str(path or packaged_path()))[0]
 
 
 def get_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:

@@ -318,18 +318,27 @@ def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder
     assert code == 2 and "not found" in err
 
 
-def test_evaluate_record_writes_last_scores(capsys, embedder, dataset_copy, tmp_path):
+def test_evaluate_record_writes_the_records_file_not_the_configurations(capsys, embedder, dataset_copy,
+                                                                       tmp_path, monkeypatch):
     from plugin.search.retrieval import packaged_configs_path
 
-    configs = tmp_path / "retrieval.json"
-    configs.write_text(packaged_configs_path().read_text())
+    packaged = packaged_configs_path().read_text()
+    records = tmp_path / "elsewhere" / "records.json"
     code, _, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
-                     "--configs-file", str(configs), "--record")
+                     "--record", "--records", str(records))
     assert code == 0
-    scores = json.loads(configs.read_text())["configs"]["bm25"]["last_scores"]
+    scores = json.loads(records.read_text())["configs"]["bm25"]
     mine = [s for s in scores if s["dataset"] == dataset_copy.name]
     assert len(mine) == 2 and all(set(s["metrics"]) == {"S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"}
                                   for s in mine)
+    # the default is records/retrieval.json under the current directory; the package is never written
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25",
+                     "--mode", "mono", "--record")
+    assert code == 0
+    default = json.loads((tmp_path / "records" / "retrieval.json").read_text())["configs"]["bm25"]
+    assert [s["mode"] for s in default if s["dataset"] == dataset_copy.name] == ["mono"]
+    assert packaged_configs_path().read_text() == packaged
 
 
 def test_evaluate_runs_the_committed_reranker_on_a_fresh_clone(capsys, embedder):

@@ -50,55 +50,25 @@ def test_retriever_names():
     assert cfg.retrievers[0].name == "dense:debunk"
 
 
-def test_record_scores_replaces_the_same_dataset_and_mode_only() -> None:
-    from plugin.search.retrieval import RECORDED_METRICS, record_scores
+def test_packaged_configs_carry_no_scores_and_short_descriptions() -> None:
+    """Measurements live in the records file, essays in docs/design/configurations.md."""
+    from plugin.search.retrieval import packaged_configs_path
 
-    metrics = {m: 0.5 for m in RECORDED_METRICS}
-    old_clef = {"dataset": "clef", "split": "dev+test", "mode": "mono", "date": "2026-01-01",
-                "n_queries": 9, "metrics": {"S@10": 0.1}}
-    other = {"dataset": "other", "split": "dev+test", "mode": "mono", "date": "2026-01-01",
-             "n_queries": 3, "metrics": {"S@10": 0.2}}
-    doc = {"default": "a", "configs": {
-        "a": {"retrievers": [], "last_scores": [old_clef, other]},
-        "b": {"retrievers": []}}}
-    result = {"dataset": "/x/clef", "n_queries": 270, "excluded_training_queries": 546,
-              "split": "dev+test", "modes": ["mono"],
-              "configs": {"a": {"mono": {**metrics, "latency_ms": {"p50": 1}}}, "gone": {"mono": metrics}},
-              "skipped": {"b": "no model"}}
-    out = record_scores(doc, result, on="2026-11-23")
-    assert out["configs"]["a"]["last_scores"] == [
-        other,
-        {"dataset": "clef", "split": "dev+test", "mode": "mono", "date": "2026-11-23", "n_queries": 270,
-         "excluded_training_queries": 546, "metrics": metrics}]
-    assert "last_scores" not in out["configs"]["b"] and "gone" not in out["configs"]
-    assert doc["configs"]["a"]["last_scores"][0] == old_clef
-    both = {"dataset": "semeval", "n_queries": 4, "split": "all", "modes": ["mono", "cross"],
-            "configs": {"b": {"mono": metrics, "cross": metrics}}, "skipped": {}}
-    scores = record_scores(doc, both, on="d")["configs"]["b"]["last_scores"]
-    assert sorted((s["dataset"], s["split"], s["mode"], s["date"], s["n_queries"]) for s in scores) == [
-        ("semeval", "all", "cross", "d", 4), ("semeval", "all", "mono", "d", 4)]
+    raw = json.loads(packaged_configs_path().read_text())
+    for name, body in raw["configs"].items():
+        assert "last_scores" not in body, name
+        assert 0 < len(body["description"]) <= 300, name
 
 
-def test_another_query_set_is_a_separate_record_and_records_load(tmp_path) -> None:
-    from plugin.search.retrieval import RECORDED_METRICS, record_scores, write_scores
+def test_a_file_is_parsed_once_and_its_configurations_are_shared_read_only(tmp_path) -> None:
+    from pydantic import ValidationError
 
-    metrics = {m: 0.5 for m in RECORDED_METRICS}
     path = tmp_path / "c.json"
-    path.write_text(json.dumps({"default": "a", "configs": {"a": {"retrievers": [{"kind": "bm25"}]}}}))
-    for split, n in (("dev+test", 270), ("dev+test+train", 816), ("dev+test", 270)):
-        write_scores(path, {"dataset": "clef", "n_queries": n, "split": split, "modes": ["mono"],
-                            "configs": {"a": {"mono": metrics}}, "skipped": {}}, on=f"day-{n}")
-    records = load_configs(path)["a"].last_scores
-    assert [(r.key, r.n_queries) for r in records] == [(("clef", "dev+test+train", "mono"), 816),
-                                                        (("clef", "dev+test", "mono"), 270)]
-    assert records[0].metrics == metrics
-    assert record_scores(json.loads(path.read_text()), {"dataset": "clef", "n_queries": 1, "split": "x",
-                                                        "modes": [], "configs": {}}, on="d") \
-        == json.loads(path.read_text())
-
-
-def test_packaged_last_scores_are_structured_records() -> None:
-    clef = [r for r in get_config("factsieve").last_scores if r.dataset == "clef2020_task2"]
-    assert [(r.split, r.mode, r.n_queries, r.excluded_training_queries) for r in clef] == [
-        ("dev+test", "mono", 270, 546)]
-    assert clef[0].metrics["MAP@5"] == 0.904
+    path.write_text(json.dumps({"default": "x", "configs": {"x": {"retrievers": [{"kind": "bm25"}]}}}))
+    first = load_configs(path)
+    path.write_text("not json")  # parsed once: the second load does not read the file
+    assert load_configs(path)["x"] is first["x"] and get_config(None, path) is first["x"]
+    first.pop("x")  # each caller gets its own mapping
+    assert set(load_configs(path)) == {"x"}
+    with pytest.raises(ValidationError):
+        load_configs(path)["x"].rrf_k = 1

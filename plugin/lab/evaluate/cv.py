@@ -75,7 +75,7 @@ def tune(store: Any, embedder: Any, settings: Any, dataset: Dataset, config: Ret
     every query; ``cross``/``mono``: the queries of crosslingual/monolingual pairs, as
     ``evaluate`` runs them), cross-validated on AP@5; ``baselines`` (other configurations) scored
     on the same queries for comparison."""
-    if param not in RetrievalConfig.model_fields or param in ("name", "retrievers", "rerank", "last_scores"):
+    if param not in RetrievalConfig.model_fields or param in ("name", "retrievers", "rerank"):
         raise ValueError(f"{param!r} is not a numeric configuration field")
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
     matcher = Matcher(store, embedder, settings, alias=alias, config=config)
