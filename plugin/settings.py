@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     #: only the fused score, so matches lose their per-retriever ``explain``.
     server_fusion: bool = False
 
-    #: The named retrieval configuration (``plugin/configs/retrieval.json``) matching uses.
+    #: The named retrieval configuration (``plugin/search/configs/retrieval.json``) matching uses.
     retrieval_config: str | None = None
     #: ``POST /v1/match`` with ``rerank``: the cross-encoder's time budget when the request names
     #: none; only the fused head's pairs that fit are reranked (``Matcher``, ``pairs_within``).
