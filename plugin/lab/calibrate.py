@@ -116,7 +116,7 @@ def out_of_fold(store: Any, embedder: Any, settings: Any, dataset: Dataset, conf
     training queries ranks them better than it will rank anyone's posts, and a confidence model
     fitted on that would be sure too often."""
     from plugin.embedding.adapter import find_adapter
-    from plugin.embedding.query_tower import build_query_tower
+    from plugin.build.adapted import build_query_tower
 
     train_ids = {str(q["id"]) for q in dataset.queries if q.get("split") == "train"}
     parts: list[dict[str, Any]] = []

@@ -298,7 +298,8 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     from plugin.embedding import load_embedder
     from plugin.embedding.adapter import adapter_dir, save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
-    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.build.adapted import read_base_weights
+    from plugin.embedding.query_tower import base_model_dir
     from plugin.ingest.formats import Format, read_records
     from plugin.ingest.pipeline import IngestReport, embed_factchecks, validate
     from plugin.lab.evaluate.run import load_dataset

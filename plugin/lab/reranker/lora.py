@@ -238,7 +238,8 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
 
     from plugin.embedding.adapter import save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
-    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.build.adapted import read_base_weights
+    from plugin.embedding.query_tower import base_model_dir
     from plugin.lab.query_tower import load_jax
     from plugin.search.lora_reranker import reranker_adapter_dir
 
@@ -353,8 +354,8 @@ def int8_agreement(settings: Any, name: str, folder: Any, groups: Sequence[Train
     from pathlib import Path
 
     from plugin.embedding.adapter import load_adapter
-    from plugin.embedding.query_tower import build_adapted
-    from plugin.lab.build_e5.graph import bert_classifier_onnx_model
+    from plugin.build.adapted import build_adapted
+    from plugin.build.graph import bert_classifier_onnx_model
     from plugin.lab.reranker.export import spearman
     from plugin.search.rerank import RERANKER_MANIFEST, OnnxCrossEncoder
 

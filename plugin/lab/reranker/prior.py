@@ -131,7 +131,8 @@ def gather_heads(settings: Any, dataset_path: Path, *, config: str, rerankers: S
     """Each fold's posts (the training posts reranker ``i`` did not train on) ranked by the first
     stage with fold ``i``'s query tower, their top ``top`` scored by fold ``i``'s reranker."""
     from plugin.lab.evaluate.run import load_dataset
-    from plugin.search.lora_reranker import build_lora_reranker, find_reranker_adapter
+    from plugin.build.adapted import build_lora_reranker
+    from plugin.search.lora_reranker import find_reranker_adapter
     from plugin.search.rerank import OnnxCrossEncoder
 
     if len(rerankers) != len(encoders) or len(rerankers) < 2:
