@@ -12,7 +12,7 @@ the training split only):
    then rises with the logit and agrees with the observed rate in every stretch of it.
 
 The labelled matches come from each training post run twice, with its fact-check in the index
-and with it left out (``plugin.lab.lookup_threshold.ExcludingMatcher``), so the probability is
+and with it left out of every sub-query (``factsieve calibrate``), so the probability is
 one for a world where half the posts have been fact-checked before, not one where all have.
 Expected calibration error (``expected_calibration_error``) is what ``evaluate`` reports.
 """

@@ -74,7 +74,7 @@ RECORDED_METRICS = ("S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100")
 class RecordedScore(BaseModel):
     """One measurement in a configuration's ``last_scores``: what ``evaluate --record`` wrote for
     one (dataset, split, mode), and when. ``split`` names the queries scored (``dev+test``,
-    ``all``; see ``plugin.lab.evaluate.run.query_split``), so a run on another query set is a
+    ``all``, as ``factsieve evaluate`` names them), so a run on another query set is a
     separate record, not a replacement."""
 
     model_config = ConfigDict(extra="forbid")

@@ -326,7 +326,7 @@ def training_languages(dataset: Any, query_ids: set[str]) -> list[str]:
     folder = Path(dataset) if dataset else None
     if folder is None or not (folder / "queries.jsonl").is_file():
         return []
-    from plugin.lab.evaluate.run import load_dataset
+    from plugin.lab.datasets import load_dataset
 
     data = load_dataset(folder)
     langs = {q.get("lang") for q in data.queries if str(q["id"]) in query_ids}
