@@ -289,7 +289,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
                         options: TowerOptions | None = None, *, holdout: bool = False,
                         fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train an adapter on ``dataset_dir``'s training queries and write it (``out``, default the
-    committed ``plugin/search/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
+    committed ``plugin/artefacts/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
     training and scored each epoch; nothing is written then (it is how options are chosen).
     ``fold=(i, k)`` trains on the training queries outside fold ``i`` of ``k`` and writes the
     adapter: its manifest lists what it saw, so ``evaluate --split train`` scores it on fold

@@ -4,7 +4,7 @@ the top encoder layers plus a small head, with JAX, written as a small committed
 **Why.** The reranker ``train-reranker fit`` writes needs torch and, at a usable speed, a GPU; its
 weights (470 MB) live in one machine's cache, so a fresh clone had no reranker and evaluation
 skipped ``hybrid-rerank``. This one is trained where the project is built, and what it writes is a
-few hundred KB (``plugin/search/rerankers/<name>.npz`` + ``.json``): ``factsieve model build``
+few hundred KB (``plugin/artefacts/rerankers/<name>.npz`` + ``.json``): ``factsieve model build``
 merges it into the packaged encoder and writes the ONNX cross-encoder folder every configuration
 that names it loads (``rerank.OnnxCrossEncoder``, torch-free, as before).
 
@@ -226,7 +226,7 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
                         holdout: bool = False, fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
-    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/search/rerankers/``).
+    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/artefacts/rerankers/``).
     With ``holdout`` the sha1-chosen slice of the training queries is kept out and its groups
     scored each epoch (MAP@5 of the positive among its group's hard negatives); nothing is
     written then: it is how the options were chosen. ``fold=(i, k)`` trains outside fold ``i`` of

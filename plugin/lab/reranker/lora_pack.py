@@ -241,7 +241,7 @@ def sweep_report(folder: Path, priors: Sequence[float]) -> dict[str, Any]:
 def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: str,
                    out: Path | None = None) -> dict[str, Any]:
     """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (default: the
-    committed ``plugin/search/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
+    committed ``plugin/artefacts/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
     from plugin.embedding.adapter import load_adapter, save_adapter
     from plugin.lab.reranker.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
     from plugin.search.lora_reranker import reranker_adapter_dir
