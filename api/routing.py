@@ -134,7 +134,7 @@ def no_content() -> Response:
 
 def enqueue(job_id: str) -> None:
     """Send the job's task (a 503 when the queue is down; the job is then recorded as failed)."""
-    from workers.app import job_sender
+    from workers.names import job_sender
 
     services().jobs.dispatch(job_id, job_sender(current_app.extensions["factsieve.celery"]),
                              services().kv.url)

@@ -1,15 +1,23 @@
-"""What every command shares: JSON output, date arguments, printing matches."""
+"""What every command shares: JSON output, date and list arguments, printing matches, choosing
+retrieval configurations and fusion paths."""
 from __future__ import annotations
 
+import argparse
 import json
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 
+if TYPE_CHECKING:
+    from plugin.search.retrieval import RetrievalConfig
+    from plugin.service.services import Services
+
 #: Evaluation and benchmark commands read this dataset when ``--dataset`` is not given.
 DEFAULT_DATASET = Path("../shared/data/clef2020_task2")
+#: Verification evaluations and the lookup threshold read AVeriTeC claims from here by default.
+DEFAULT_AVERITEC = Path("../shared/data/averitec_dev")
 
 
 def dump(obj: Any) -> None:
@@ -60,3 +68,54 @@ def print_matches(result: Any, header: str | None = None) -> None:
         print(f"  {m['rank']:>2}. [{m['score']:.4f}] {m['claim']}" + (f"  ({extra})" if extra else ""))
     for note in result.notes:
         print(f"  note: {note}")
+
+
+def split_names(value: str) -> list[str]:
+    """A comma-separated flag's items."""
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
+def select_configs(path: Path | None, names: str | None) -> dict[str, RetrievalConfig]:
+    """The configurations of ``path`` (default: the packaged file) named by ``--config
+    NAME[,NAME...]``, in that order; all of them without names. An unknown name is refused with
+    the known ones, by every command that takes ``--config``."""
+    from plugin.search.retrieval import load_configs
+
+    configs = load_configs(path)
+    if not names:
+        return configs
+    wanted = [c.strip() for c in names.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in configs]
+    if unknown:
+        raise BadInput(f"unknown configuration(s) {unknown}; known: {', '.join(configs)}")
+    return {c: configs[c] for c in wanted}
+
+
+FUSION_PATHS = {"settings": None, "client": ("client",), "server": ("server",), "both": ("client", "server")}
+
+
+def by_fusion(args: argparse.Namespace, services: Services, configs: dict[str, RetrievalConfig],
+              run: Any) -> dict[str, Any]:
+    """``run(settings)`` on each fusion path ``--fusion`` asks for, on the same index and
+    queries. One path: its result with ``"fusion"`` naming it; ``both``: ``{"client": …,
+    "server": …}``. The server path needs neural-search, and installs the configurations'
+    pipelines first (as ``factsieve init`` does): a match never writes one."""
+    paths = FUSION_PATHS[args.fusion]
+    if paths is None:
+        return {**run(services.settings), "fusion": "server" if services.settings.server_fusion else "client"}
+    if "server" in paths:
+        from plugin.search.hybrid import NEURAL_PLUGIN
+
+        if NEURAL_PLUGIN not in services.store.plugins():
+            raise BadInput("--fusion server needs the neural-search plugin on the cluster "
+                           "(`make up` installs it; the official Docker image ships it)")
+        services.install_search_pipelines(list(configs.values()))
+    results = {p: {**run(services.settings.model_copy(update={"server_fusion": p == "server"})),
+                   "fusion": p} for p in paths}
+    return results[paths[0]] if len(paths) == 1 else results
+
+
+def add_fusion_flag(sp: Any) -> None:
+    sp.add_argument("--fusion", choices=list(FUSION_PATHS), default="settings",
+                    help="client (_msearch + fusion here), server (hybrid query + neural-search pipeline), "
+                         "both (side by side), or settings (FACTSIEVE_SERVER_FUSION; the default)")

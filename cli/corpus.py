@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from plugin.errors import BadInput, ModelUnavailable
+from plugin.errors import BadInput
 from plugin.service.services import Services
 
 from cli.common import add_tenant_flag, dump, writer_of
@@ -40,35 +40,9 @@ def cmd_ingest(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_model_build(args: argparse.Namespace, services: Services) -> int:
-    from plugin.embedding import rebuilt_model_dir
-    from plugin.lab.build_e5 import build_test_model
-    from plugin.settings import TEST_MODEL
+    from plugin.build.models import build_models
 
-    from plugin.embedding.adapter import known_adapters
-    from plugin.embedding.query_tower import build_query_tower
-    from plugin.search.lora_reranker import build_lora_reranker, packaged_rerankers
-
-    settings = services.settings
-    out: dict[str, object] = {"model": settings.embedding_model}
-    if settings.embedding_model == TEST_MODEL:
-        out["path"] = str(build_test_model(rebuilt_model_dir(settings), force=args.force))
-    # the query towers the adapters describe (committed, and FACTSIEVE_QUERY_ADAPTER_DIR's), merged into this deployment's base model
-    towers = {}
-    for name in known_adapters(settings.query_adapter_dir):
-        try:
-            towers[name] = str(build_query_tower(settings, name, force=args.force))
-        except ModelUnavailable as exc:
-            towers[name] = f"skipped: {exc}"
-    out["query_towers"] = towers
-    # the rerankers committed as adapters, merged into the same base model
-    rerankers = {}
-    for name in packaged_rerankers():
-        try:
-            rerankers[name] = str(build_lora_reranker(settings, name, force=args.force))
-        except ModelUnavailable as exc:
-            rerankers[name] = f"skipped: {exc}"
-    out["rerankers"] = rerankers
-    dump(out)
+    dump(build_models(services.settings, force=args.force))
     return 0
 
 

@@ -1,311 +1,16 @@
-"""The lab's commands: evaluation, benchmarks, reranker training. Tools, not the service."""
+"""The lab's command-line wiring: evaluation, benchmarks, calibration, training. Tools, not the
+service; the commands themselves live in ``cli.measure`` and ``cli.train``."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from plugin.errors import BadInput
-from plugin.params import parse_int
-from plugin.service.services import Services
-
-from cli.common import DEFAULT_DATASET, dataset_path, dump
-
-if TYPE_CHECKING:
-    from plugin.lab.reranker.groups import GroupSource
-    from plugin.lab.reranker.options import MiningOptions, TrainOptions
-    from plugin.search.retrieval import RetrievalConfig
-
-
-def select_configs(path: Path | None, names: str | None) -> dict[str, RetrievalConfig]:
-    """The configurations of ``path`` (default: the packaged file) named by ``--config
-    NAME[,NAME...]``, in that order; all of them without names. An unknown name is refused with
-    the known ones, by every command that takes ``--config``."""
-    from plugin.search.retrieval import load_configs
-
-    configs = load_configs(path)
-    if not names:
-        return configs
-    wanted = [c.strip() for c in names.split(",") if c.strip()]
-    unknown = [c for c in wanted if c not in configs]
-    if unknown:
-        raise BadInput(f"unknown configuration(s) {unknown}; known: {', '.join(configs)}")
-    return {c: configs[c] for c in wanted}
-
-
-FUSION_PATHS = {"settings": None, "client": ("client",), "server": ("server",), "both": ("client", "server")}
-
-
-def by_fusion(args: argparse.Namespace, services: Services, configs: dict[str, RetrievalConfig],
-              run: Any) -> dict[str, Any]:
-    """``run(settings)`` on each fusion path ``--fusion`` asks for, on the same index and
-    queries. One path: its result with ``"fusion"`` naming it; ``both``: ``{"client": …,
-    "server": …}``. The server path needs neural-search, and installs the configurations'
-    pipelines first (as ``factsieve init`` does): a match never writes one."""
-    paths = FUSION_PATHS[args.fusion]
-    if paths is None:
-        return {**run(services.settings), "fusion": "server" if services.settings.server_fusion else "client"}
-    if "server" in paths:
-        from plugin.search.hybrid import NEURAL_PLUGIN
-
-        if NEURAL_PLUGIN not in services.store.plugins():
-            raise BadInput("--fusion server needs the neural-search plugin on the cluster "
-                           "(`make up` installs it; the official Docker image ships it)")
-        services.install_search_pipelines(list(configs.values()))
-    results = {p: {**run(services.settings.model_copy(update={"server_fusion": p == "server"})),
-                   "fusion": p} for p in paths}
-    return results[paths[0]] if len(paths) == 1 else results
-
-
-def add_fusion_flag(sp: Any) -> None:
-    sp.add_argument("--fusion", choices=list(FUSION_PATHS), default="settings",
-                    help="client (_msearch + fusion here), server (hybrid query + neural-search pipeline), "
-                         "both (side by side), or settings (FACTSIEVE_SERVER_FUSION; the default)")
-
-
-def _table(result: dict[str, Any]) -> str:
-    if "configs" not in result:  # --fusion both
-        return "\n\n".join(f"fusion: {path}\n{_table(r)}" for path, r in result.items())
-    cols = ["S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"]
-    lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['split']}, "
-             f"{result['n_factchecks']} fact-checks)",
-             f"{'config':<16}{'mode':<7}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}{'p95 ms':>9}"]
-    for name, per_mode in result["configs"].items():
-        for mode, m in per_mode.items():
-            lines.append(f"{name:<16}{mode:<7}" + "".join(f"{m[c]:>8.3f}" for c in cols)
-                         + f"{m['latency_ms']['p50']:>9.1f}{m['latency_ms']['p95']:>9.1f}")
-    for name, why in result["skipped"].items():
-        lines.append(f"{name:<16}skipped: {why}")
-    return "\n".join(lines)
-
-
-def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.evaluate.run import evaluate, load_dataset
-    from plugin.search.rerank import load_rerankers
-
-    settings = services.settings
-    dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
-    configs = select_configs(args.configs_file, args.config)
-    rerankers = load_rerankers(configs, settings)
-    generate = None
-    if settings.llm_url:
-        from plugin.search.generated import LLMVariants
-
-        generate = LLMVariants(services.llm)
-    if args.record and args.fusion == "both":
-        raise BadInput("--record takes one fusion path: --fusion client or server")
-    result = by_fusion(args, services, configs, lambda s: evaluate(
-        services.store, services.embedder, s, dataset, configs, mode=args.mode, use_dates=args.dates,
-        rerankers=rerankers, rebuild=args.rebuild, generate=generate,
-        splits=args.split.split(",") if args.split else None))
-    if args.record:
-        from datetime import date
-
-        from plugin.lab.evaluate.records import write_scores
-
-        write_scores(args.records, result, on=date.today().isoformat())
-    if args.table:
-        print(_table(result))
-    else:
-        dump(result)
-    return 0
-
-
-def cmd_tune(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.evaluate.cv import tune
-    from plugin.lab.evaluate.run import load_dataset
-
-    dataset = load_dataset(dataset_path(args.dataset))
-    config = next(iter(select_configs(args.configs_file, args.config).values()))
-    baselines = select_configs(args.configs_file, args.baseline) if args.baseline else {}
-    try:
-        values = [float(v) for v in args.values.split(",") if v.strip()]
-    except ValueError:
-        raise BadInput(f"--values takes numbers separated by commas, got {args.values!r}") from None
-    try:
-        dump(tune(services.store, services.embedder, services.settings, dataset, config, args.param,
-                  values, modes=[m.strip() for m in args.mode.split(",") if m.strip()],
-                  baselines=baselines, folds=args.folds, repeats=args.repeats))
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    return 0
-
-
-def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.calibrate import calibrate
-    from plugin.lab.evaluate.run import load_dataset
-    from plugin.models import Mode
-    from plugin.search.calibration import calibrator_path
-
-    dataset = load_dataset(dataset_path(args.dataset))
-    config = next(iter(select_configs(args.configs_file, args.config).values()))
-    checks = [load_dataset(dataset_path(p)) for p in args.check or []]
-    try:
-        dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
-                       out=args.out or calibrator_path(config.name), mode=Mode.parse(args.mode),
-                       checks=checks, cross_fit=[c.strip() for c in (args.cross_fit or "").split(",") if c.strip()]))
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    return 0
-
-
-def cmd_bench(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.bench import bench
-    from plugin.lab.evaluate.run import load_dataset
-    from plugin.models import Mode
-
-    from plugin.search.rerank import load_rerankers
-
-    sizes = [parse_int("--docs", x, lo=1, hi=10**9) for x in _names(args.docs)] if args.docs else []
-    configs = select_configs(args.configs_file, args.config)
-    dataset = load_dataset(dataset_path(args.dataset))
-    rerankers = load_rerankers(configs, services.settings)
-    result = by_fusion(args, services, configs, lambda s: bench(
-        services.store, services.embedder, s, dataset, configs, sizes=sizes,
-        concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
-        mode=Mode.parse(args.mode),
-        # once: with --fusion both, on the client run only
-        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers))
-    dump(result)
-    return 0
-
-
-# -- train-query-encoder -----------------------------------------------------------------------
-def cmd_train_query_encoder(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.query_tower import TowerOptions, train_query_encoder
-
-    options = TowerOptions(rank=args.rank, layers=args.layers, lr=args.lr, epochs=args.epochs,
-                           tau=args.tau, batch_size=args.batch_size, seed=args.seed,
-                           interpolate=args.interpolate)
-    dump(train_query_encoder(services.settings, dataset_path(args.dataset), args.name, args.out,
-                             options, holdout=args.holdout, fold=_fold(args.fold)))
-    return 0
-
-
-def _fold(value: str | None) -> tuple[int, int] | None:
-    """``--fold I/K`` as ``(I, K)``."""
-    if not value:
-        return None
-    i, slash, k = value.partition("/")
-    if not slash:
-        raise BadInput(f"--fold {value!r}: expected I/K, e.g. 0/3")
-    # the range is check_fold's (plugin.lab.query_tower): here only what a number is
-    return parse_int("--fold I", i, lo=0, hi=10**6), parse_int("--fold K", k, lo=0, hi=10**6)
-
-
-# -- train-reranker mine|fit|pack|import ---------------------------------------------------------
-def _existing(flag: str, path: Path | None) -> Path | None:
-    if path is not None and not path.exists():
-        raise BadInput(f"{flag} {str(path)!r} not found")
-    return path
-
-
-def _mining(args: argparse.Namespace) -> MiningOptions:
-    from plugin.lab.reranker.options import MiningOptions
-
-    return MiningOptions(first_stage=args.first_stage)
-
-
-def _source(args: argparse.Namespace) -> GroupSource:
-    from plugin.lab.reranker.groups import GroupSource
-
-    return GroupSource(dataset=_existing("--dataset", args.dataset),
-                       file=_existing("--groups", args.groups), mining=_mining(args))
-
-
-def _train_options(args: argparse.Namespace) -> TrainOptions:
-    from plugin.lab.reranker.options import TrainOptions
-
-    return TrainOptions(epochs=args.epochs, negatives=args.negatives, pool=args.pool,
-                        max_length=args.max_length, batch_size=args.batch_size, lr=args.lr,
-                        seed=args.seed, loss=args.loss, train_layers=args.train_layers or None)
-
-
-def cmd_reranker_mine(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.groups import export_groups
-
-    dump(export_groups(services.settings, _existing("--dataset", args.dataset), args.out, _mining(args)))
-    return 0
-
-
-def cmd_reranker_fit(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.fit import fit_reranker
-
-    dump(fit_reranker(services.settings, _source(args), args.out, _train_options(args),
-                      device=args.device, threads=args.threads))
-    return 0
-
-
-def cmd_reranker_pack(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.pack import write_pack
-
-    dump(write_pack(services.settings, _source(args), args.out, _train_options(args)))
-    return 0
-
-
-def cmd_reranker_import(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.importer import import_weights
-
-    dump(import_weights(services.settings, _source(args), _existing("--weights", args.weights), args.out))
-    return 0
-
-
-def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.lora import LoraRerankerOptions, train_lora_reranker
-
-    options = LoraRerankerOptions(rank=args.rank, layers=args.layers, lr=args.lr, head_lr=args.head_lr,
-                                  epochs=args.epochs, negatives=args.negatives,
-                                  max_length=args.max_length, seed=args.seed)
-    dump(train_lora_reranker(services.settings, _source(args), args.name, args.out, options,
-                             holdout=args.holdout, fold=_fold(args.fold)))
-    return 0
-
-
-def _names(value: str) -> list[str]:
-    """A comma-separated flag's items."""
-    return [x.strip() for x in value.split(",") if x.strip()]
-
-
-def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.prior import DEFAULT_PRIORS, gather_heads, prior_grid
-
-    try:
-        priors = [float(x) for x in _names(args.priors)] if args.priors else list(DEFAULT_PRIORS)
-    except ValueError:
-        raise BadInput(f"--priors {args.priors!r}: expected numbers, e.g. 0,1,2") from None
-    if args.top < 1 or any(p < 0 for p in priors):
-        raise BadInput("--top must be >= 1 and every prior >= 0")
-    heads, meta = gather_heads(services.settings, dataset_path(args.dataset), config=args.config,
-                               rerankers=_names(args.rerankers), encoders=_names(args.query_encoders),
-                               adapters=_existing("--adapters", args.adapters), top=args.top)
-    qrels = meta.pop("qrels")
-    dump({**meta, **prior_grid(heads, qrels, priors)})
-    return 0
-
-
-def cmd_reranker_lora_pack(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.lora_pack import write_lora_pack
-
-    dump(write_lora_pack(services.settings, _source(args), args.out,
-                         dataset_path=dataset_path(args.folds_dataset or args.dataset),
-                         encoders=_names(args.query_encoders), config=args.config, top=args.top,
-                         negatives=args.negatives, max_length=args.max_length))
-    return 0
-
-
-def cmd_reranker_lora_import(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.lora_pack import import_adapter, sweep_report
-    from plugin.lab.reranker.prior import DEFAULT_PRIORS
-
-    folder = _existing("--from", args.source)
-    if args.name is None:
-        dump(sweep_report(folder, DEFAULT_PRIORS))
-        return 0
-    if args.groups is None and args.dataset is None:
-        raise BadInput("--name needs --groups FILE (or --dataset DIR): the int8 check scores its groups")
-    dump(import_adapter(services.settings, _source(args), folder, args.name, args.as_name or args.name,
-                        args.out))
-    return 0
+from typing import Any
+
+from cli.common import DEFAULT_AVERITEC, DEFAULT_DATASET, add_fusion_flag
+from cli.measure import cmd_bench, cmd_calibrate, cmd_evaluate, cmd_lookup_threshold, cmd_tune
+from cli.train import (cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora, cmd_reranker_lora_import,
+                       cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack, cmd_reranker_prior,
+                       cmd_train_query_encoder)
 
 
 def _groups_from(sp: argparse.ArgumentParser) -> None:
@@ -371,10 +76,24 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--mode", default="auto", help="the matching mode the model is fitted in (default auto, as served)")
     sp.add_argument("--check", type=Path, action="append", metavar="DIR",
                     help="another dataset to measure the fit on (repeatable)")
-    sp.add_argument("--out", type=Path, help="where to write it (default: the packaged plugin/search/calibration/NAME.json)")
+    sp.add_argument("--out", type=Path, help="where to write it (default: the packaged plugin/artefacts/calibration/NAME.json)")
     sp.add_argument("--cross-fit", metavar="NAME[,NAME...]",
                     help="fold adapters (train-query-encoder --fold) to run the training queries with, "
                          "for a configuration whose query encoder saw them")
+
+    sp = add("lookup-threshold", cmd_lookup_threshold,
+             "measure the verification lookup's threshold: the best match's similarity above which a "
+             "published rating answers a claim (lookup_min_score)")
+    sp.add_argument("--clef", type=Path, default=DEFAULT_DATASET,
+                    help="CLEF-2020 task 2 dataset folder (factchecks/queries/qrels.jsonl)")
+    sp.add_argument("--averitec", type=Path, default=DEFAULT_AVERITEC,
+                    help="folder with the AVeriTeC dev claims.jsonl")
+    sp.add_argument("--retrieval", default="factsieve", help="retrieval configuration")
+    sp.add_argument("--min-precision", type=float, default=0.95)
+    sp.add_argument("--fixture", type=Path, default=None,
+                    help="also match --fixture-claim against this JSON Lines corpus")
+    sp.add_argument("--fixture-claim", action="append", default=[],
+                    help="a claim to match against --fixture (repeatable)")
 
     from plugin.lab.query_tower import TowerOptions
 
@@ -384,7 +103,7 @@ def register(sub: Any, add: Any) -> None:
              "(a LoRA adapter, CPU, JAX)")
     sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
     sp.add_argument("--name", default="clef2020-e5small-query", help="the adapter's name (a configuration's query_encoder)")
-    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/search/encoders/)")
+    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/encoders/)")
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id): out-of-fold "
@@ -444,7 +163,7 @@ def register(sub: Any, add: Any) -> None:
     _groups_from(sp)
     sp.add_argument("--name", default="clef2020-e5small-lora",
                     help="the reranker's name (a configuration's rerank.model is rerankers/NAME)")
-    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/search/rerankers/)")
+    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/rerankers/)")
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id) and write the "
@@ -491,7 +210,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--from", dest="source", type=Path, required=True, metavar="DIR")
     sp.add_argument("--name", help="the sweep entry to import (without it: the sweep's report)")
     sp.add_argument("--as", dest="as_name", metavar="NAME", help="the reranker's name (default: --name)")
-    sp.add_argument("--out", type=Path, help="folder to write to (default: the packaged plugin/search/rerankers/)")
+    sp.add_argument("--out", type=Path, help="folder to write to (default: the packaged plugin/artefacts/rerankers/)")
     source = sp.add_mutually_exclusive_group()
     source.add_argument("--groups", type=Path, metavar="FILE", help="the groups the int8 check scores")
     source.add_argument("--dataset", type=Path, metavar="DIR", help="or mine them from this dataset")

@@ -18,7 +18,9 @@ def cmd_serve(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, services: Services) -> int:
-    from workers.app import QUEUES, create_celery, start_sweeper
+    from workers.app import create_celery
+    from workers.names import QUEUES
+    from workers.sweeper import start_sweeper
 
     queues = args.queues or ",".join(QUEUES)
     argv = ["worker", f"--queues={queues}", f"--loglevel={args.loglevel}",

@@ -10,7 +10,7 @@ from plugin.search.request import MatchRequest
 from plugin.service.services import Services
 
 from cli.common import dump, print_matches
-from cli.lab import add_fusion_flag, by_fusion
+from cli.common import add_fusion_flag, by_fusion
 
 
 def cmd_match(args: argparse.Namespace, services: Services) -> int:

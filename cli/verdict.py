@@ -79,7 +79,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--no-reference", action="store_true", help="skip the reference blend numbers")
     sp.add_argument("--out", type=Path, metavar="PATH",
                     help="folder (or .npz) to write (default: FACTSIEVE_VERDICT_HEAD_PATH, else the "
-                         "packaged plugin/verify/models)")
+                         "packaged plugin/artefacts/verdict)")
     sp.add_argument("--folds", type=int, default=5)
     sp.add_argument("--repeats", type=int, default=3, help="cross-validation shuffles (seed, seed+1, …)")
     sp.add_argument("--seed", type=int, default=0)

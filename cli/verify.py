@@ -10,9 +10,8 @@ from typing import Any
 from plugin.errors import BadInput
 from plugin.service.services import Services
 
-from cli.common import dump, parse_date
+from cli.common import DEFAULT_AVERITEC, dump, parse_date
 
-DEFAULT_AVERITEC = Path("../shared/data/averitec_dev")
 
 
 def cmd_verify(args: argparse.Namespace, services: Services) -> int:

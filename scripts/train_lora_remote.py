@@ -17,7 +17,7 @@ Back here:
     factsieve train-reranker lora-import --from OUT --sweep    # out-of-fold MAP@5 of every entry
     factsieve train-reranker lora-import --from OUT --name l12r16 --as clef2020-e5small-lora
 
-The box needs none of our API stack: ``plugin/embedding/__init__`` and ``plugin/lab/build_e5/__init__``
+The box needs none of our API stack: ``plugin/embedding/__init__`` and ``plugin/build/__init__``
 (which import the settings and so pydantic) are bypassed by registering those folders as bare
 packages before anything imports them; the test suite runs this script with pydantic unimportable.
 """
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 # of these packages only numpy-only modules are used there (embedding/adapter.py: save_adapter,
-# ADAPTABLE; lab/build_e5/graph.py: BertShape); their __init__ files import the settings
-for _name in ("plugin.embedding", "plugin.lab.build_e5"):
+# ADAPTABLE; build/graph.py: BertShape); their __init__ files import the settings
+for _name in ("plugin.embedding", "plugin.build"):
     _package = types.ModuleType(_name)
     _package.__path__ = [str(ROOT.joinpath(*_name.split(".")))]
     sys.modules.setdefault(_name, _package)

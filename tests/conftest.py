@@ -37,20 +37,13 @@ def store(settings):
 @pytest.fixture(scope="session")
 def embedder(settings):
     from plugin.embedding import load_embedder
-    from plugin.lab.build_e5 import build_test_model
     from plugin.settings import TEST_MODEL
 
     if settings.embedding_model == TEST_MODEL:
-        from plugin.embedding.adapter import packaged_adapters
-        from plugin.embedding.query_tower import build_query_tower
+        from plugin.build.models import build_models
 
-        build_test_model(settings.model_cache_dir / "multilingual-e5-small-rebuilt")
-        for name in packaged_adapters():  # the tuned query towers, as `factsieve model build` does
-            build_query_tower(settings, name)
-        from plugin.search.lora_reranker import build_lora_reranker, packaged_rerankers
-
-        for name in packaged_rerankers():  # and the rerankers committed as adapters
-            build_lora_reranker(settings, name)
+        # the test model, its tuned query towers and the rerankers committed as adapters
+        build_models(settings)
     return load_embedder(settings)
 
 

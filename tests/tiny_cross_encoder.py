@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plugin.lab.build_e5 import BertShape
+from plugin.build import BertShape
 from tests.unit.embedding.tiny_bert import SPECIALS, WORDS, random_bert
 
 TINY_CE = BertShape(hidden=32, layers=2, heads=4, intermediate=64, vocab=len(SPECIALS) + len(WORDS),
@@ -91,7 +91,7 @@ def write_tiny_cross_encoder(folder: Path, shape: BertShape = TINY_CE, seed: int
     onnx/model.onnx: the layout ``OnnxCrossEncoder`` loads."""
     import onnx
 
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
+    from plugin.build import bert_classifier_onnx_model
 
     folder = Path(folder)
     (folder / "onnx").mkdir(parents=True, exist_ok=True)

@@ -6,28 +6,14 @@ worker held runs again (the visibility timeout decides when); the tasks are idem
 """
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Any
 
 from celery import Celery
 
 from plugin.service.admission import PRIORITY_STEPS
-from plugin.service.jobs import JobKind
 from plugin.service.services import Services
 from plugin.settings import Settings
-
-log = logging.getLogger(__name__)
-
-QUEUES = ("match", "rerank", "verify", "ingest", "webhooks")
-#: job kind → task name; the API sends tasks by name and never imports the task code
-TASKS = {JobKind.POST: "factsieve.process_post", JobKind.VERIFY: "factsieve.verify",
-         JobKind.RERANK: "factsieve.rerank", JobKind.INGEST: "factsieve.ingest",
-         JobKind.EVIDENCE: "factsieve.ingest_evidence"}
-DELIVER = "factsieve.deliver_webhook"
-ROUTES = {TASKS[JobKind.POST]: "match", TASKS[JobKind.VERIFY]: "verify",
-          TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest",
-          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks"}
+from workers.names import ROUTES, job_sender
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -71,35 +57,6 @@ def create_celery(settings: Settings, services: Services | None = None) -> Celer
     app.factsieve = services or Services(settings)  # type: ignore[attr-defined]
     app.factsieve.send_job = job_sender(app)  # type: ignore[attr-defined]
     return app
-
-
-def job_sender(app: Celery) -> Any:
-    """Send a job (its record) to its task, under the job's id, at a broker priority (on Redis
-    lower is served first; ``JobStore`` decides it): ``Services.send_job`` and the API's sends."""
-    def send(job: dict[str, Any], priority: int | None = None) -> Any:
-        return app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], task_id=job["id"],
-                             priority=priority)
-
-    return send
-
-
-def start_sweeper(app: Celery, interval_s: float) -> threading.Event:
-    """A daemon thread in the worker's main process that sweeps stuck jobs every ``interval_s``
-    (``workers.tasks.run_sweep``; a Redis lock keeps several workers from sweeping at once).
-    No beat process to run or schedule file to keep. Returns the event that stops it."""
-    from workers.tasks import run_sweep
-
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(interval_s):
-            try:
-                run_sweep(app)
-            except Exception:  # a sweep that fails (Redis down) is tried again next time
-                log.warning("job sweep failed", exc_info=True)
-
-    threading.Thread(target=loop, name="factsieve-job-sweeper", daemon=True).start()
-    return stop
 
 
 def services_of(app: Celery) -> Services:

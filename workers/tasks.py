@@ -16,10 +16,11 @@ from celery.utils.log import get_task_logger
 
 from plugin.service import handlers
 from plugin.errors import BackendUnavailable, FactSieveError, LLMNotConfigured, NotFound, problem
-from plugin.service.jobs import JobKind, JobStatus
+from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
-from workers.app import DELIVER, TASKS, services_of
+from workers.app import services_of
+from workers.names import DELIVER
 
 log = get_task_logger(__name__)
 
@@ -111,20 +112,3 @@ def deliver_webhook(self: Task, delivery_id: str) -> str:
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status.value
-
-
-def run_sweep(app: Any) -> dict[str, int]:
-    """Stuck jobs failed or sent again (``JobStore.sweep``); each worker's sweeper thread calls it
-    (``workers.app.start_sweeper``)."""
-    services = services_of(app)
-    settings = services.settings
-    limit = settings.task_time_limit_s
-
-    def resend(job: dict[str, Any], priority: int) -> None:
-        app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], priority=priority)
-
-    return services.jobs.sweep(
-        # running: past the hard limit, a redelivery by the broker, and that run's limit too
-        running_after_s=settings.broker_visibility_timeout_s + 2 * limit + 60,
-        # queued: longer than a message waits before the broker hands it out again
-        queued_after_s=settings.broker_visibility_timeout_s + limit, resend=resend)

@@ -24,17 +24,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from plugin.artefacts import ENCODERS, artefact_dir
 from plugin.errors import ModelUnavailable
 
-#: The committed adapters live here (package data).
-ADAPTER_PACKAGE = "plugin.search"
-ADAPTER_FOLDER = "encoders"
 #: The matrices of a BERT layer an adapter may touch, as Hugging Face names them.
 ADAPTABLE = ("attention.self.query", "attention.self.key", "attention.self.value",
              "attention.output.dense", "intermediate.dense", "output.dense")
@@ -85,7 +82,7 @@ def adapter_dir(folder: Path | None = None) -> Path:
     """Where adapters are read from: ``folder``, or the committed ones."""
     if folder is not None:
         return Path(folder)
-    return Path(str(resources.files(ADAPTER_PACKAGE).joinpath(ADAPTER_FOLDER)))
+    return artefact_dir(ENCODERS)
 
 
 def adapter_folder_for(name: str, extra: Path | None) -> Path | None:

@@ -2,7 +2,7 @@
 
 Expects a folder with ``tokenizer.json`` and ``onnx/model_int8.onnx`` or ``onnx/model.onnx`` whose
 inputs are ``input_ids`` / ``attention_mask`` (int64, dynamic batch and sequence) and whose output
-is the sentence embedding (``sentence_embedding``, as ``build_e5`` writes). A graph that returns
+is the sentence embedding (``sentence_embedding``, as ``plugin.build`` writes). A graph that returns
 token embeddings ``[batch, seq, hidden]`` instead (e.g. an ``optimum`` export) is mean-pooled here.
 """
 from __future__ import annotations

@@ -1,23 +1,17 @@
 """The tuned query tower: a copy of the base encoder with a query adapter merged in, built once into
-the model cache, and the embedder that sends posts through it and passages through the base.
+the model cache (``plugin.build.adapted``, run by ``factsieve model build``), and the embedder that
+sends posts through it and passages through the base.
 
-``build_query_tower`` is what ``factsieve model build`` runs for every committed adapter (numpy and
-onnx, no training framework); ``load_query_tower`` is what a ``Matcher`` calls for a configuration
-that names a ``query_encoder``. See ``plugin.embedding.adapter`` for why only the query side is tuned.
+``load_query_tower`` is what a ``Matcher`` calls for a configuration that names a
+``query_encoder``; ``is_current`` says whether a built folder still matches its adapter. See
+``plugin.embedding.adapter`` for why only the query side is tuned.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import shutil
-import time
-from datetime import datetime, timezone
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from plugin.embedding.adapter import QueryAdapter, find_adapter
 from plugin.embedding.base import Embedder
@@ -25,8 +19,6 @@ from plugin.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     from plugin.settings import Settings
-
-log = logging.getLogger(__name__)
 
 #: Written last into a built tower folder.
 TOWER_MANIFEST = "factsieve_query_tower.json"
@@ -77,94 +69,6 @@ def check_base(adapter: QueryAdapter, settings: Settings, *, what: str = "query 
         raise ModelUnavailable(
             f"{what} {adapter.name!r} was trained on {adapter.base_model}, but this "
             f"deployment embeds with {settings.embedding_model}: train one for it with {retrain}")
-
-
-def read_base_weights(folder: Path) -> tuple[object, dict[str, np.ndarray]]:
-    """``(BertShape, weights)`` of a Hugging Face ``BertModel`` folder (config.json +
-    model.safetensors), weight names without a ``bert.`` prefix."""
-    from plugin.lab.build_e5.graph import BertShape
-
-    try:
-        from safetensors.numpy import load_file
-    except ImportError as exc:
-        raise ModelUnavailable(f"building a query tower needs safetensors ({exc}): "
-                               "pip install 'factsieve[testmodel]'") from exc
-    cfg_path, st_path = folder / "config.json", folder / "model.safetensors"
-    if not cfg_path.is_file() or not st_path.is_file():
-        raise ModelUnavailable(f"{folder} has no config.json + model.safetensors: run "
-                               "`factsieve model build` (or point FACTSIEVE_EMBEDDING_MODEL at a "
-                               "BertModel folder)")
-    cfg = json.loads(cfg_path.read_text())
-    if cfg.get("model_type") not in (None, "bert"):
-        raise ModelUnavailable(f"{folder} holds a {cfg.get('model_type')} model; query towers "
-                               "are built for BERT encoders")
-    shape = BertShape(hidden=cfg["hidden_size"], layers=cfg["num_hidden_layers"],
-                      heads=cfg["num_attention_heads"], intermediate=cfg["intermediate_size"],
-                      vocab=cfg["vocab_size"], max_positions=cfg["max_position_embeddings"],
-                      type_vocab=cfg.get("type_vocab_size", 2), eps=cfg.get("layer_norm_eps", 1e-12),
-                      pad_id=cfg.get("pad_token_id", 1))
-    weights = {(k[len("bert."):] if k.startswith("bert.") else k): v
-               for k, v in load_file(str(st_path)).items()}
-    return shape, weights
-
-
-def build_query_tower(settings: Settings, name: str, *, force: bool = False) -> Path:
-    """Merge adapter ``name`` into the base model and write the tower's ONNX graphs (fp32 and the
-    int8 copy the embedder prefers) into the model cache; idempotent: a folder built from the
-    same adapter file is reused. Returns the folder."""
-    from plugin.lab.build_e5.graph import bert_onnx_model
-
-    adapter = find_adapter(name, settings.query_adapter_dir)
-    check_base(adapter, settings)
-    return build_adapted(settings, adapter, tower_dir(settings, name),
-                         graph=bert_onnx_model, manifest_file=TOWER_MANIFEST,
-                         manifest={"adapter": name}, version=TOWER_BUILDER_VERSION, force=force)
-
-
-def build_adapted(settings: Settings, adapter: QueryAdapter, dest: Path, *,
-                  graph: Callable[[dict[str, np.ndarray], object], object], manifest_file: str,
-                  manifest: dict[str, object], version: int, force: bool = False,
-                  int8: bool = True) -> Path:
-    """The base model with ``adapter`` merged in, as ONNX graphs (``graph(weights, shape)``:
-    fp32, and its int8 copy unless ``int8`` is false) beside the base's tokenizer in ``dest``, with ``manifest`` written
-    last as ``manifest_file``. Idempotent: a folder built from the same adapter files by the same
-    builder ``version`` is reused; built under a lock, swapped in whole."""
-    import onnx
-
-    from plugin.lab.build_e5.folder import _locked, write_atomically
-    from plugin.lab.build_e5.graph import quantize_int8
-
-    digest = adapter_digest(adapter.name, adapter.folder)
-    if not force and is_current(dest, digest, manifest_file, version):
-        return dest
-    base = base_model_dir(settings)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(dest.parent / f".{dest.name}.lock"):
-        if not force and is_current(dest, digest, manifest_file, version):
-            return dest
-        t0 = time.perf_counter()
-        shape, weights = read_base_weights(base)
-        merged = adapter.merged(weights)
-        del weights
-
-        def write(tmp: Path) -> None:
-            (tmp / "onnx").mkdir()
-            for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
-                if (base / f).is_file():
-                    shutil.copyfile(base / f, tmp / f)
-            fp32 = tmp / "onnx" / "model.onnx"
-            onnx.save_model(graph(merged, shape), str(fp32))  # type: ignore[arg-type]
-            if int8:
-                quantize_int8(fp32, tmp / "onnx" / "model_int8.onnx")
-            (tmp / manifest_file).write_text(json.dumps({
-                **manifest, "adapter_sha256": digest, "base_model": settings.embedding_model,
-                "builder_version": version,
-                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                indent=2) + "\n")
-
-        write_atomically(dest, write)
-        log.info("built %s from adapter %s in %.1fs", dest, adapter.name, time.perf_counter() - t0)
-    return dest
 
 
 class QueryTowerEmbedder:

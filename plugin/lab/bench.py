@@ -20,7 +20,7 @@ import numpy as np
 
 from plugin.embedding import Embedder
 from plugin.lab.evaluate.metrics import percentile
-from plugin.lab.evaluate.run import Dataset, ensure_dataset_index
+from plugin.lab.datasets import Dataset, ensure_dataset_index
 from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode

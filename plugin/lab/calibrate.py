@@ -5,7 +5,7 @@ Labelled matches come from a dataset's training queries (``split == "train"``; C
 out of the index (``ExcludingMatcher``), so that half the posts have no right answer to find.
 Every shown match (top ``k``) is one example, labelled 1 when it answers the post: one of its
 fact-checks, or a near-duplicate of one (the same claim fact-checked again, word-set Jaccard ≥
-0.8, as ``plugin.lab.lookup_threshold`` counts them; CLEF-2020 has many, and labelling them 0
+0.8, as ``plugin.lab.excluding`` counts them; CLEF-2020 has many, and labelling them 0
 taught the model that no match is ever sure). The fit
 (``plugin.search.calibration``) is written as JSON beside the packaged configurations; its
 expected calibration error is then measured, with the same protocol, on the held-out queries
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from plugin.lab.evaluate.run import Dataset, ensure_dataset_index
-from plugin.lab.lookup_threshold import ExcludingMatcher, claim_words, duplicates_of
+from plugin.lab.datasets import Dataset, ensure_dataset_index
+from plugin.lab.excluding import ExcludingMatcher, claim_words, duplicates_of
 from plugin.models import Mode
 from plugin.search.calibration import Calibrator, expected_calibration_error, fit_calibrator
 from plugin.search.matcher import MatchRequest
@@ -116,7 +116,7 @@ def out_of_fold(store: Any, embedder: Any, settings: Any, dataset: Dataset, conf
     training queries ranks them better than it will rank anyone's posts, and a confidence model
     fitted on that would be sure too often."""
     from plugin.embedding.adapter import find_adapter
-    from plugin.embedding.query_tower import build_query_tower
+    from plugin.build.adapted import build_query_tower
 
     train_ids = {str(q["id"]) for q in dataset.queries if q.get("split") == "train"}
     parts: list[dict[str, Any]] = []

@@ -3,15 +3,12 @@ answers a claim (``lookup_min_score`` in ``plugin/verify/configs/verification.js
 first match of CLEF-2020 dev+test tweets (answered right, answered wrong, their fact-checks
 removed) and of AVeriTeC dev claims. The cases and caveats: ``docs/design/lookup-threshold.md``.
 
-Run: ``python -m plugin.lab.lookup_threshold [--clef DIR] [--averitec DIR] [--fixture FILE] --json``
+Run: ``factsieve lookup-threshold [--clef DIR] [--averitec DIR] [--fixture FILE]``
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
@@ -19,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from plugin.errors import FactSieveError
-from plugin.lab.evaluate.metrics import percentile
+from plugin.lab.datasets import ensure_dataset_index, load_dataset
+from plugin.lab.excluding import DUPLICATE_JACCARD, ExcludingMatcher, claim_words, duplicates_of
+from plugin.lab.threshold import choose_threshold, config_threshold, distribution, operating_point
 from plugin.models import Mode
-from plugin.search.duplicates import DUPLICATE_JACCARD, claim_words, duplicates_of
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.search.retrieval import RetrievalConfig
 
@@ -34,10 +32,6 @@ LOOKUP_K = 5
 #: below are other claims on a shared topic.
 AVERITEC_COVERED = {"dev-311": "8100", "dev-0": "1605", "dev-350": "3034", "dev-165": "688",
                     "dev-64": "482"}
-#: quantiles of all scores at which the precision/recall curve is reported
-CURVE_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
-DEFAULT_CLEF = Path("../shared/data/clef2020_task2")
-DEFAULT_AVERITEC = Path("../shared/data/averitec_dev")
 
 
 # -- pure parts -------------------------------------------------------------------------------------
@@ -49,121 +43,12 @@ def similarity(match: dict[str, Any]) -> float | None:
     return verifier_similarity(match)
 
 
-def exclude_ids(body: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
-    """A copy of a candidate-search body (``bm25_query`` or ``knn_query``) that never returns the
-    fact-checks ``ids``: a ``must_not ids`` clause in the BM25 ``bool``, and in the kNN query's
-    filter (applied inside the graph search, so the k nearest *remaining* come back)."""
-    out = json.loads(json.dumps(body))
-    if not ids:
-        return out
-    clause = {"ids": {"values": list(ids)}}
-    query = out["query"]
-    if "knn" in query:
-        for knn in query["knn"].values():
-            old = knn.get("filter")
-            knn["filter"] = {"bool": {**({"filter": [old]} if old else {}), "must_not": [clause]}}
-    elif "bool" in query:
-        query["bool"]["must_not"] = [*query["bool"].get("must_not", []), clause]
-    else:
-        raise ValueError(f"cannot exclude ids from a query of kind {sorted(query)}")
-    return out
-
-
-def operating_point(pos_scores: Sequence[float], neg_scores: Sequence[float], threshold: float,
-                    *, n_positive: int | None = None) -> dict[str, Any]:
-    """Answer every case scoring ≥ ``threshold``: precision = right answers among all answers
-    (a negative answered is an error), recall = right answers among ``n_positive`` (default: the
-    positives given). Precision is 1.0 when nothing is answered (no answer, no error)."""
-    tp = sum(1 for s in pos_scores if s >= threshold)
-    fp = sum(1 for s in neg_scores if s >= threshold)
-    total = len(pos_scores) if n_positive is None else n_positive
-    return {"threshold": threshold, "answered": tp + fp, "correct": tp, "wrong": fp,
-            "precision": tp / (tp + fp) if tp + fp else 1.0,
-            "recall": tp / total if total else 0.0}
-
-
-def choose_threshold(pos_scores: Sequence[float], neg_scores: Sequence[float], *,
-                     min_precision: float = 0.95, n_positive: int | None = None,
-                     quantiles: Sequence[float] = CURVE_QUANTILES) -> dict[str, Any]:
-    """The lowest threshold whose precision is at least ``min_precision``.
-
-    Candidates are the observed scores (between two of them the answered set does not change),
-    so the threshold is always a score that occurred. Precision is not monotone in the threshold;
-    the lowest qualifying one is taken as asked, and the curve shows what lies above it. Returns
-    ``threshold`` (``None`` when no observed score qualifies) with its ``precision``, ``recall``
-    and counts, and ``curve``: the operating points at the given quantiles of all scores.
-    """
-    if not 0.0 < min_precision <= 1.0:
-        raise ValueError(f"min_precision must be in (0, 1], got {min_precision}")
-    pooled = sorted({*pos_scores, *neg_scores})
-    chosen: dict[str, Any] | None = None
-    for t in pooled:
-        point = operating_point(pos_scores, neg_scores, t, n_positive=n_positive)
-        if point["correct"] and point["precision"] >= min_precision:
-            chosen = point
-            break
-    every = [*pos_scores, *neg_scores]
-    curve = [{"quantile": q, **operating_point(pos_scores, neg_scores, percentile(every, q),
-                                               n_positive=n_positive)}
-             for q in quantiles] if every else []
-    base = chosen or {"threshold": None, "answered": 0, "correct": 0, "wrong": 0,
-                      "precision": None, "recall": 0.0}
-    return {**base, "min_precision": min_precision, "n_positive": len(pos_scores),
-            "n_negative": len(neg_scores), "curve": curve}
-
-
-def config_threshold(pos_scores: Sequence[float], neg_scores: Sequence[float], threshold: float, *,
-                     min_precision: float, n_positive: int | None = None, digits: int = 4) -> float:
-    """The value to write in the configuration: the lowest number of ``digits`` decimals, from
-    ``threshold`` rounded down, whose operating point still reaches ``min_precision`` (rounding
-    the measured threshold up would drop the positive it sits on; down may let a negative in)."""
-    scale = 10 ** digits
-    step = math.floor(round(threshold * scale, 9))
-    top = max([*pos_scores, *neg_scores, threshold])
-    while step / scale <= top:
-        point = operating_point(pos_scores, neg_scores, step / scale, n_positive=n_positive)
-        if point["correct"] and point["precision"] >= min_precision:
-            return step / scale
-        step += 1
-    return math.ceil(round(threshold * scale, 9)) / scale
-
-
-def distribution(scores: Sequence[float]) -> dict[str, Any]:
-    """n, p10 / p50 / p90 (nearest rank), min and max of ``scores``."""
-    if not scores:
-        return {"n": 0}
-    return {"n": len(scores), "p10": percentile(scores, 0.1), "p50": percentile(scores, 0.5),
-            "p90": percentile(scores, 0.9), "min": min(scores), "max": max(scores)}
-
-
 def eval_queries(queries: Iterable[dict[str, Any]], qrels: dict[str, set[str]]) -> list[dict[str, Any]]:
     """The queries scored: those with qrels, the training split left out (as ``evaluate``)."""
     return [q for q in queries if str(q["id"]) in qrels and q.get("split") != "train"]
 
 
 # -- matching ---------------------------------------------------------------------------------------
-class ExcludingMatcher(Matcher):
-    """A ``Matcher`` whose ``match_without`` leaves given fact-checks out of every sub-query,
-    as if they were not indexed. Not thread-safe: the exclusion lives on the instance for the
-    duration of one call (a lab tool, run sequentially)."""
-
-    _excluded: tuple[str, ...] = ()
-
-    def plan(self, req: MatchRequest, text: str, lang: str | None, config: RetrievalConfig,
-             **kw: Any) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-        bodies, weights = super().plan(req, text, lang, config, **kw)
-        if self._excluded:
-            bodies = {name: exclude_ids(body, self._excluded) for name, body in bodies.items()}
-        return bodies, weights
-
-    def match_without(self, req: MatchRequest, ids: Iterable[str]) -> Any:
-        self._excluded = tuple(sorted(ids))
-        try:
-            return self.match(req)
-        finally:
-            self._excluded = ()
-
-
 def lookup_request(text: str, when: date | None = None) -> MatchRequest:
     """The request ``Verifier._lookup`` sends for a claim with no language given."""
     return MatchRequest(text=text, lang=None, date=when, mode=Mode.AUTO, k=LOOKUP_K)
@@ -293,8 +178,6 @@ def measure(services: Any, *, clef: Path, averitec: Path, retrieval: str = "fact
             fixture_claims: Sequence[str] = (),
             log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Build (or reuse) the CLEF evaluation index, collect every case, choose the threshold."""
-    from plugin.lab.evaluate.run import ensure_dataset_index, load_dataset
-
     t0 = time.perf_counter()
     dataset = load_dataset(clef)
     settings, store, embedder = services.settings, services.store, services.embedder
@@ -335,45 +218,3 @@ def measure(services: Any, *, clef: Path, averitec: Path, retrieval: str = "fact
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m plugin.lab.lookup_threshold",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clef", type=Path, default=DEFAULT_CLEF,
-                        help="CLEF-2020 task 2 dataset folder (factchecks/queries/qrels.jsonl)")
-    parser.add_argument("--averitec", type=Path, default=DEFAULT_AVERITEC,
-                        help="folder with the AVeriTeC dev claims.jsonl")
-    parser.add_argument("--retrieval", default="factsieve", help="retrieval configuration")
-    parser.add_argument("--min-precision", type=float, default=0.95)
-    parser.add_argument("--fixture", type=Path, default=None,
-                        help="also match --fixture-claim against this JSON Lines corpus")
-    parser.add_argument("--fixture-claim", action="append", default=[],
-                        help="a claim to match against --fixture (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-
-    from plugin.service.services import Services
-    from plugin.settings import Settings
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    try:
-        out = measure(Services(Settings()), clef=args.clef, averitec=args.averitec,
-                      retrieval=args.retrieval, min_precision=args.min_precision,
-                      fixture=args.fixture, fixture_claims=args.fixture_claim, log=log)
-    except FactSieveError as exc:
-        print(f"error: {exc.detail}", file=sys.stderr)
-        return exc.exit_code
-    if args.json:
-        print(json.dumps(out, ensure_ascii=False))
-    else:
-        c = out["chosen"]
-        print(f"threshold {c['threshold']} (config {out.get('config_value')}): precision "
-              f"{c['precision']}, recall {c['recall']}")
-        for name, d in out["distributions"].items():
-            print(f"  {name}: {d}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

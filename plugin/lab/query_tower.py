@@ -288,7 +288,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
                         options: TowerOptions | None = None, *, holdout: bool = False,
                         fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train an adapter on ``dataset_dir``'s training queries and write it (``out``, default the
-    committed ``plugin/search/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
+    committed ``plugin/artefacts/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
     training and scored each epoch; nothing is written then (it is how options are chosen).
     ``fold=(i, k)`` trains on the training queries outside fold ``i`` of ``k`` and writes the
     adapter: its manifest lists what it saw, so ``evaluate --split train`` scores it on fold
@@ -297,10 +297,11 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     from plugin.embedding import load_embedder
     from plugin.embedding.adapter import adapter_dir, save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
-    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.build.adapted import read_base_weights
+    from plugin.embedding.query_tower import base_model_dir
     from plugin.ingest.formats import Format, read_records
     from plugin.ingest.pipeline import IngestReport, embed_factchecks, validate
-    from plugin.lab.evaluate.run import load_dataset
+    from plugin.lab.datasets import load_dataset
     from plugin.lab.reranker.groups import training_query_ids
     from plugin.search.normalize import normalize_post
     from plugin.search.variants import VARIANTS

@@ -12,7 +12,7 @@ the training split only):
    then rises with the logit and agrees with the observed rate in every stretch of it.
 
 The labelled matches come from each training post run twice, with its fact-check in the index
-and with it left out (``plugin.lab.lookup_threshold.ExcludingMatcher``), so the probability is
+and with it left out of every sub-query (``factsieve calibrate``), so the probability is
 one for a world where half the posts have been fact-checked before, not one where all have.
 Expected calibration error (``expected_calibration_error``) is what ``evaluate`` reports.
 """
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from plugin.artefacts import CALIBRATION, artefact_path
 from plugin.models import Fused
 
 #: what a match's confidence is computed from; not the fused score itself, whose scale moves
@@ -176,8 +176,8 @@ def expected_calibration_error(probs: Sequence[float], labels: Sequence[float], 
 
 
 def calibrator_path(config: str) -> Path:
-    """Where the packaged calibrator of ``config`` lives (``plugin/search/calibration/``)."""
-    return Path(str(resources.files("plugin.search").joinpath(f"calibration/{config}.json")))
+    """Where the packaged calibrator of ``config`` lives (``plugin/artefacts/calibration/``)."""
+    return artefact_path(CALIBRATION, config)
 
 
 def load_calibrator(config: str, path: Path | None = None) -> Calibrator | None:

@@ -25,6 +25,7 @@ import numpy as np
 from plugin.embedding.onnx_backend import find_onnx_model, open_session, open_tokenizer
 from plugin.errors import FactSieveError, ModelUnavailable
 from plugin.models import Fused
+from plugin.search.lora_reranker import RERANKER_MANIFEST, RERANKERS_DIR, unbuilt_reranker
 from plugin.search.retrieval import Rerank, RetrievalConfig
 from plugin.settings import Settings
 
@@ -32,10 +33,6 @@ log = logging.getLogger(__name__)
 
 #: The production default named in the docs and the configuration examples.
 DEFAULT_RERANKER = "BAAI/bge-reranker-v2-m3"
-#: Written by ``factsieve train-reranker`` beside the model (base model, split, training ids…).
-RERANKER_MANIFEST = "factsieve_reranker.json"
-#: Where ``factsieve train-reranker --out NAME`` puts a model, under ``Settings.model_cache_dir``.
-RERANKERS_DIR = "rerankers"
 TORCH_HINT = "pip install 'factsieve[torch]'"
 
 
@@ -207,8 +204,6 @@ def load_reranker(name_or_path: str, settings: Settings, *, batch_size: int = 32
     ``max_length`` unless given, and its training ``languages``); anything else → ``SentenceTransformersCrossEncoder``. A
     committed reranker adapter (``rerankers/NAME``) that ``factsieve model build`` has not built
     yet is refused with that advice."""
-    from plugin.search.lora_reranker import unbuilt_reranker
-
     unbuilt = unbuilt_reranker(name_or_path, settings)
     if unbuilt is not None:  # a committed adapter: never fall through to the hub by that name
         raise ModelUnavailable(unbuilt)

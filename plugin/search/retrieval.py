@@ -89,7 +89,7 @@ class RetrievalConfig(BaseModel):
     #: In crosslingual and auto mode, subtract this share of the post language's centroid from
     #: the query vector of every dense retriever (``plugin.search.centering``); 0 = off.
     language_centering: float = Field(default=0.0, ge=0, le=2)
-    #: A query adapter (``plugin/search/encoders/<name>``) whose tuned tower embeds the post for
+    #: A query adapter (``plugin/artefacts/encoders/<name>``) whose tuned tower embeds the post for
     #: the dense retrievers; fact-check vectors stay the base encoder's, so any index serves it.
     query_encoder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
     #: whose packaged confidence model (``factsieve calibrate``) scores the matches: the

@@ -33,7 +33,7 @@ from plugin.index.bodies import load_template, render
 
 log = logging.getLogger(__name__)
 
-#: How a job becomes a broker message: ``send(job, priority)`` (``workers.app.job_sender``).
+#: How a job becomes a broker message: ``send(job, priority)`` (``workers.names.job_sender``).
 Send = Callable[[dict[str, Any], int], Any]
 
 #: The fields of a job that hold a problem body; any key of the tenant reads them.

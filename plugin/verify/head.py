@@ -3,7 +3,7 @@ without an LLM.
 
 A multinomial logistic regression over features of the *frozen* packaged encoder (the same
 embedder matching uses, through its ONNX backend), so inference is numpy plus one embedding
-batch: no torch, no second model. ``factsieve train-verdict`` (``plugin.lab.verdict``) fits it
+batch: no torch, no second model. ``factsieve train-verdict`` fits it
 and writes the artifact this module loads: ``verdict_head.npz`` (standardisation and weights)
 with ``verdict_head.json`` beside it (encoder, feature version, training data, measured numbers).
 
@@ -25,12 +25,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from plugin.artefacts import VERDICT, artefact_dir
 from plugin.errors import ModelMismatch, ModelUnavailable
 from plugin.verify.scoring import LABELS, MAX_EVIDENCE, NO_ANSWER
 
@@ -138,8 +138,8 @@ class SoftmaxModel:
 
 
 def packaged_path() -> Path:
-    """The committed artifact's folder (``plugin/verify/models``)."""
-    return Path(str(resources.files("plugin.verify") / "models"))
+    """The committed artifact's folder (``plugin/artefacts/verdict``)."""
+    return artefact_dir(VERDICT)
 
 
 def artifact_paths(path: Path | None) -> tuple[Path, Path]:

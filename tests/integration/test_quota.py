@@ -136,7 +136,7 @@ def test_a_quiet_tenants_job_goes_to_a_higher_priority_list_and_runs_before_the_
     """Both messages are in the broker before the one worker starts: without priorities the
     flood's, sent first, would run first (one FIFO list); with them the quiet tenant's job, sent
     at its lighter load's priority, is in a list the worker's BRPOP names earlier."""
-    from workers.app import job_sender
+    from workers.names import job_sender
 
     app, services = deployment
     client = app.test_client()

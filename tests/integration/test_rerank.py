@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plugin.embedding import rebuilt_model_dir
-from plugin.lab.build_e5 import BertShape
+from plugin.build import BertShape
 from plugin.search.matcher import REPROBE_AFTER, Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.normalize import normalize_post

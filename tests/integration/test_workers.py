@@ -115,7 +115,7 @@ def test_failed_job_has_a_problem(client, auth, worker, app, api_services):
     assert resp.status_code == 400 and "no-such-config" in problem_of(resp)["detail"]
     # a job that fails in the worker (its configuration vanished after it was queued)
     from plugin.service.jobs import JobKind
-    from workers.app import TASKS
+    from workers.names import TASKS
 
     job, _ = api_services.jobs.create(JobKind.VERIFY, {"claim": "anything", "config": "no-such-config"})
     app.extensions["factsieve.celery"].send_task(TASKS[JobKind.VERIFY], args=[job["id"]], task_id=job["id"])
@@ -216,7 +216,7 @@ def test_evidence_body_over_the_sync_limit_is_a_job_a_worker_completes(client, a
 def test_evidence_job_over_the_passage_cap_fails_before_any_write(client, auth, worker, app, api_services):
     """The job checks its input's caps itself (settings may have changed since it was queued)."""
     from plugin.service.jobs import JobKind
-    from workers.app import TASKS
+    from workers.names import TASKS
 
     cap = api_services.settings.max_passages_per_request
     domain = f"cap-{uuid.uuid4().hex[:8]}.example.org"

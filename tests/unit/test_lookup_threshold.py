@@ -4,10 +4,9 @@ from datetime import date
 import numpy as np
 import pytest
 
-from plugin.lab.lookup_threshold import (ExcludingMatcher, choose_threshold, claim_words,
-                                         collect_clef, config_threshold, distribution,
-                                         duplicates_of, eval_queries, exclude_ids, first_match,
-                                         operating_point, summarise)
+from plugin.lab.excluding import ExcludingMatcher, claim_words, duplicates_of, exclude_ids
+from plugin.lab.lookup_threshold import collect_clef, eval_queries, first_match, summarise
+from plugin.lab.threshold import choose_threshold, config_threshold, distribution, operating_point
 from plugin.models import Mode
 from plugin.search.matcher import MatchRequest, MatchResult, same_claim
 from plugin.search.queries import Filters, bm25_query, filter_query, knn_query

@@ -30,7 +30,7 @@ def test_anything_else_is_bad_input_naming_the_parameter(raw):
 
 
 def test_fold_and_docs_flags(monkeypatch):
-    from cli.lab import _fold
+    from cli.train import _fold
 
     assert _fold("0/3") == (0, 3) and _fold(None) is None
     for bad in ("0/²", "²/3", "0-3", "a/b", "0/3/1"):

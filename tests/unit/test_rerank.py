@@ -49,7 +49,7 @@ def _settings(tmp_path: Path) -> Settings:
 # -- the graph ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", ["ORT_DISABLE_ALL", "ORT_ENABLE_ALL"])
 def test_classifier_graph_matches_numpy_reference(level: str) -> None:
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
+    from plugin.build import bert_classifier_onnx_model
 
     weights = random_cross_encoder(TINY_CE, seed=3)
     model = bert_classifier_onnx_model(weights, TINY_CE)
@@ -71,7 +71,7 @@ def test_classifier_graph_matches_numpy_reference(level: str) -> None:
 
 
 def test_classifier_graph_accepts_bertmodel_names() -> None:
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
+    from plugin.build import bert_classifier_onnx_model
 
     prefixed = random_cross_encoder(TINY_CE, seed=4)
     plain = {k.removeprefix("bert."): v for k, v in prefixed.items()}
@@ -144,7 +144,7 @@ def test_sequences_are_capped_at_the_position_table(ce_dir: Path) -> None:
 def test_int8_file_is_preferred_and_ranks_alike(ce_dir: Path, tmp_path: Path) -> None:
     import shutil
 
-    from plugin.lab.build_e5 import quantize_int8
+    from plugin.build.graph import quantize_int8
 
     folder = tmp_path / "ce"
     shutil.copytree(ce_dir, folder)

@@ -100,7 +100,7 @@ def e5_settings() -> Settings:
 def e5_dir(e5_settings: Settings) -> Path:
     from plugin.embedding import rebuilt_model_dir
     from plugin.errors import ModelUnavailable
-    from plugin.lab.build_e5 import build_test_model
+    from plugin.build import build_test_model
 
     try:  # at once when `factsieve model build` already wrote it
         return build_test_model(rebuilt_model_dir(e5_settings))

@@ -124,7 +124,7 @@ def write_int8(folder: Path, check_groups: list[TrainingGroup], max_length: int
     ``bert_classifier_onnx_model`` over the same weights (whose fp32 logits equal the export's),
     so fp32 stays the default there.
     """
-    from plugin.lab.build_e5 import quantize_int8
+    from plugin.build.graph import quantize_int8
 
     onnx_dir = folder / "onnx"
     int8 = onnx_dir / "model_int8.onnx"
@@ -168,7 +168,7 @@ def finish(prep: Prepared, groups: list[TrainingGroup], meta: dict[str, Any], de
     """Save the model folder atomically: weights, tokenizer, ONNX (checked against torch), the
     int8 copy when it ranks like fp32, and the manifest with the training query ids. Returns
     the JSON summary ``fit`` and ``import`` print."""
-    from plugin.lab.build_e5 import swap_in
+    from plugin.build.atomic import swap_in
     from plugin.search.rerank import RERANKER_MANIFEST
 
     hparams = trained.hparams

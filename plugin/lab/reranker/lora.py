@@ -4,7 +4,7 @@ the top encoder layers plus a small head, with JAX, written as a small committed
 **Why.** The reranker ``train-reranker fit`` writes needs torch and, at a usable speed, a GPU; its
 weights (470 MB) live in one machine's cache, so a fresh clone had no reranker and evaluation
 skipped ``hybrid-rerank``. This one is trained where the project is built, and what it writes is a
-few hundred KB (``plugin/search/rerankers/<name>.npz`` + ``.json``): ``factsieve model build``
+few hundred KB (``plugin/artefacts/rerankers/<name>.npz`` + ``.json``): ``factsieve model build``
 merges it into the packaged encoder and writes the ONNX cross-encoder folder every configuration
 that names it loads (``rerank.OnnxCrossEncoder``, torch-free, as before).
 
@@ -225,7 +225,7 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
                         holdout: bool = False, fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
-    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/search/rerankers/``).
+    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/artefacts/rerankers/``).
     With ``holdout`` the sha1-chosen slice of the training queries is kept out and its groups
     scored each epoch (MAP@5 of the positive among its group's hard negatives); nothing is
     written then: it is how the options were chosen. ``fold=(i, k)`` trains outside fold ``i`` of
@@ -237,7 +237,8 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
 
     from plugin.embedding.adapter import save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
-    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.build.adapted import read_base_weights
+    from plugin.embedding.query_tower import base_model_dir
     from plugin.lab.query_tower import load_jax
     from plugin.search.lora_reranker import reranker_adapter_dir
 
@@ -324,7 +325,7 @@ def training_languages(dataset: Any, query_ids: set[str]) -> list[str]:
     folder = Path(dataset) if dataset else None
     if folder is None or not (folder / "queries.jsonl").is_file():
         return []
-    from plugin.lab.evaluate.run import load_dataset
+    from plugin.lab.datasets import load_dataset
 
     data = load_dataset(folder)
     langs = {q.get("lang") for q in data.queries if str(q["id"]) in query_ids}
@@ -352,8 +353,8 @@ def int8_agreement(settings: Any, name: str, folder: Any, groups: Sequence[Train
     from pathlib import Path
 
     from plugin.embedding.adapter import load_adapter
-    from plugin.embedding.query_tower import build_adapted
-    from plugin.lab.build_e5.graph import bert_classifier_onnx_model
+    from plugin.build.adapted import build_adapted
+    from plugin.build.graph import bert_classifier_onnx_model
     from plugin.lab.reranker.export import spearman
     from plugin.search.rerank import RERANKER_MANIFEST, OnnxCrossEncoder
 

@@ -69,7 +69,8 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
     candidates (fold ``i`` = ``query_tower.fold_of(id, len(encoders)) == i``, ranked with
     ``encoders[i]``, a tower trained with ``--fold i/K``) and the pruned base model, in one npz."""
     from plugin.embedding.onnx_backend import open_tokenizer
-    from plugin.embedding.query_tower import base_model_dir, read_base_weights
+    from plugin.build.adapted import read_base_weights
+    from plugin.embedding.query_tower import base_model_dir
     from plugin.lab.query_tower import fold_of
     from plugin.lab.reranker.lora import adapter_manifest, encode_pairs
     from plugin.lab.reranker.prior import fold_candidates
@@ -129,7 +130,7 @@ def save_pack(dest: Path, header: dict[str, Any], weights: dict[str, np.ndarray]
 def read_pack(path: Path) -> tuple[dict[str, Any], Any, dict[str, np.ndarray], list[list[list[int]]],
                                    list[list[list[int]]]]:
     """``(header, shape, fp32 weights, group pairs, candidate pairs)`` from ``write_lora_pack``'s file."""
-    from plugin.lab.build_e5.graph import BertShape
+    from plugin.build.graph import BertShape
 
     with np.load(path) as z:
         header = json.loads(bytes(z["header"]).decode("utf-8"))
@@ -240,7 +241,7 @@ def sweep_report(folder: Path, priors: Sequence[float]) -> dict[str, Any]:
 def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: str,
                    out: Path | None = None) -> dict[str, Any]:
     """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (default: the
-    committed ``plugin/search/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
+    committed ``plugin/artefacts/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
     from plugin.embedding.adapter import load_adapter, save_adapter
     from plugin.lab.reranker.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
     from plugin.search.lora_reranker import reranker_adapter_dir

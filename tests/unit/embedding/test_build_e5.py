@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from plugin.embedding import OnnxEmbedder, load_embedder, rebuilt_model_dir
-from plugin.lab.build_e5 import BUILDER_VERSION, INSTALL_HINT, MANIFEST, build_test_model
-from plugin.lab.build_e5 import folder as build_e5
+from plugin.build import BUILDER_VERSION, INSTALL_HINT, MANIFEST, build_test_model
+from plugin.build import folder as build_e5
 from plugin.errors import ModelUnavailable
 from plugin.settings import TEST_MODEL, Settings
 

@@ -40,7 +40,7 @@ def test_whole_weights_travel_with_the_deltas_and_are_added_by_the_merge(tmp_pat
 def test_the_classifier_graph_pools_the_first_token_or_the_mean_and_nothing_else():
     import onnxruntime as ort
 
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
+    from plugin.build import bert_classifier_onnx_model
 
     w = {**random_bert(TINY), **_head()}
     ids = np.array([[0, 5, 6, 7, 2, 1, 1]], np.int64)
@@ -64,7 +64,7 @@ def test_the_jax_scorer_trained_is_the_graph_served():
     jax = pytest.importorskip("jax")
     import onnxruntime as ort
 
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
+    from plugin.build import bert_classifier_onnx_model
     from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer
 
     w = random_bert(TINY)
@@ -129,8 +129,9 @@ def reranker_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_model_build_writes_an_onnx_reranker_that_scores_like_the_merged_graph(reranker_setup):
     import onnxruntime as ort
 
-    from plugin.lab.build_e5 import bert_classifier_onnx_model
-    from plugin.search.lora_reranker import build_lora_reranker, packaged_rerankers
+    from plugin.build import bert_classifier_onnx_model
+    from plugin.build.adapted import build_lora_reranker
+    from plugin.search.lora_reranker import packaged_rerankers
     from plugin.search.rerank import OnnxCrossEncoder, load_reranker, read_manifest
 
     settings, committed = reranker_setup
@@ -157,7 +158,7 @@ def test_model_build_writes_an_onnx_reranker_that_scores_like_the_merged_graph(r
 
 
 def test_a_reranker_trained_on_other_weights_is_refused(reranker_setup):
-    from plugin.search.lora_reranker import build_lora_reranker
+    from plugin.build.adapted import build_lora_reranker
 
     settings, _ = reranker_setup
     other = settings.model_copy(update={"embedding_model": "intfloat/multilingual-e5-small"})

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from plugin.embedding import OnnxEmbedder
-from plugin.lab.build_e5 import quantize_int8
+from plugin.build.graph import quantize_int8
 from plugin.errors import ModelUnavailable
 
 TEXTS = ["w1 w2 w3", "w4", "w5 w6 w7 w8 w9 w10 w11", "w12 w13", "w14 w15 w16 w17", "w18",

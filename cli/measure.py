@@ -1,0 +1,130 @@
+"""The lab's measuring commands: evaluate, tune, calibrate, bench, lookup-threshold."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from plugin.errors import BadInput
+from plugin.params import parse_int
+from plugin.service.services import Services
+
+from cli.common import by_fusion, dataset_path, dump, select_configs, split_names
+
+
+def _table(result: dict[str, Any]) -> str:
+    if "configs" not in result:  # --fusion both
+        return "\n\n".join(f"fusion: {path}\n{_table(r)}" for path, r in result.items())
+    cols = ["S@1", "S@5", "S@10", "MAP@5", "MRR@10", "R@100"]
+    lines = [f"{result['dataset']}  ({result['n_queries']} queries, {result['split']}, "
+             f"{result['n_factchecks']} fact-checks)",
+             f"{'config':<16}{'mode':<7}" + "".join(f"{c:>8}" for c in cols) + f"{'p50 ms':>9}{'p95 ms':>9}"]
+    for name, per_mode in result["configs"].items():
+        for mode, m in per_mode.items():
+            lines.append(f"{name:<16}{mode:<7}" + "".join(f"{m[c]:>8.3f}" for c in cols)
+                         + f"{m['latency_ms']['p50']:>9.1f}{m['latency_ms']['p95']:>9.1f}")
+    for name, why in result["skipped"].items():
+        lines.append(f"{name:<16}skipped: {why}")
+    return "\n".join(lines)
+
+
+def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.datasets import load_dataset
+    from plugin.lab.evaluate.run import evaluate
+    from plugin.search.rerank import load_rerankers
+
+    settings = services.settings
+    dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
+    configs = select_configs(args.configs_file, args.config)
+    rerankers = load_rerankers(configs, settings)
+    generate = None
+    if settings.llm_url:
+        from plugin.search.generated import LLMVariants
+
+        generate = LLMVariants(services.llm)
+    if args.record and args.fusion == "both":
+        raise BadInput("--record takes one fusion path: --fusion client or server")
+    result = by_fusion(args, services, configs, lambda s: evaluate(
+        services.store, services.embedder, s, dataset, configs, mode=args.mode, use_dates=args.dates,
+        rerankers=rerankers, rebuild=args.rebuild, generate=generate,
+        splits=args.split.split(",") if args.split else None))
+    if args.record:
+        from datetime import date
+
+        from plugin.lab.evaluate.records import write_scores
+
+        write_scores(args.records, result, on=date.today().isoformat())
+    if args.table:
+        print(_table(result))
+    else:
+        dump(result)
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.evaluate.cv import tune
+    from plugin.lab.datasets import load_dataset
+
+    dataset = load_dataset(dataset_path(args.dataset))
+    config = next(iter(select_configs(args.configs_file, args.config).values()))
+    baselines = select_configs(args.configs_file, args.baseline) if args.baseline else {}
+    try:
+        values = [float(v) for v in args.values.split(",") if v.strip()]
+    except ValueError:
+        raise BadInput(f"--values takes numbers separated by commas, got {args.values!r}") from None
+    try:
+        dump(tune(services.store, services.embedder, services.settings, dataset, config, args.param,
+                  values, modes=[m.strip() for m in args.mode.split(",") if m.strip()],
+                  baselines=baselines, folds=args.folds, repeats=args.repeats))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.calibrate import calibrate
+    from plugin.lab.datasets import load_dataset
+    from plugin.models import Mode
+    from plugin.search.calibration import calibrator_path
+
+    dataset = load_dataset(dataset_path(args.dataset))
+    config = next(iter(select_configs(args.configs_file, args.config).values()))
+    checks = [load_dataset(dataset_path(p)) for p in args.check or []]
+    try:
+        dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
+                       out=args.out or calibrator_path(config.name), mode=Mode.parse(args.mode),
+                       checks=checks, cross_fit=[c.strip() for c in (args.cross_fit or "").split(",") if c.strip()]))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.bench import bench
+    from plugin.lab.datasets import load_dataset
+    from plugin.models import Mode
+
+    from plugin.search.rerank import load_rerankers
+
+    sizes = [parse_int("--docs", x, lo=1, hi=10**9) for x in split_names(args.docs)] if args.docs else []
+    configs = select_configs(args.configs_file, args.config)
+    dataset = load_dataset(dataset_path(args.dataset))
+    rerankers = load_rerankers(configs, services.settings)
+    result = by_fusion(args, services, configs, lambda s: bench(
+        services.store, services.embedder, s, dataset, configs, sizes=sizes,
+        concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
+        mode=Mode.parse(args.mode),
+        # once: with --fusion both, on the client run only
+        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers))
+    dump(result)
+    return 0
+
+
+def cmd_lookup_threshold(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.lookup_threshold import measure
+
+    dump(measure(services, clef=args.clef, averitec=args.averitec, retrieval=args.retrieval,
+                 min_precision=args.min_precision, fixture=args.fixture,
+                 fixture_claims=args.fixture_claim,
+                 log=lambda message: print(message, file=sys.stderr, flush=True)))
+    return 0

@@ -1,0 +1,31 @@
+"""Committed model artefacts (package data), and the one place their paths are resolved.
+
+One folder per kind: ``encoders/`` (query-tower adapters), ``rerankers/`` (reranker adapters),
+``calibration/`` (a confidence calibrator per retrieval configuration), ``verdict/`` (the verdict
+head). One convention: artefact ``NAME`` of a kind is ``<kind>/NAME.json``, its manifest (what it
+is, the base model, what it was trained and measured on), plus ``<kind>/NAME.npz`` beside it when it
+has arrays. The lab writes them; ``factsieve model build`` (``plugin.build``) merges the adapters
+into the model cache; serving reads them through ``artefact_dir``.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+ENCODERS = "encoders"
+RERANKERS = "rerankers"
+CALIBRATION = "calibration"
+VERDICT = "verdict"
+KINDS = (ENCODERS, RERANKERS, CALIBRATION, VERDICT)
+
+
+def artefact_dir(kind: str) -> Path:
+    """The committed folder of ``kind`` (one of ``KINDS``)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown artefact kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return Path(str(resources.files(__name__).joinpath(kind)))
+
+
+def artefact_path(kind: str, name: str, suffix: str = ".json") -> Path:
+    """``<kind>/NAME.json`` (the manifest) or, with ``suffix=".npz"``, its arrays."""
+    return artefact_dir(kind) / f"{name}{suffix}"

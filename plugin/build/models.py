@@ -1,0 +1,44 @@
+"""``factsieve model build``: every model a deployment serves, built into the model cache.
+
+The packaged test model (when it is the configured one), then a query tower per query adapter
+(committed, and ``FACTSIEVE_QUERY_ADAPTER_DIR``'s) and a cross-encoder per committed reranker
+adapter, each merged into this deployment's base model. Every step reuses a current folder, so
+running it again is cheap; the Dockerfile, ``make demo`` and ``make test`` run it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from plugin.build.adapted import build_lora_reranker, build_query_tower
+from plugin.build.folder import build_test_model
+from plugin.embedding import rebuilt_model_dir
+from plugin.embedding.adapter import known_adapters
+from plugin.errors import ModelUnavailable
+from plugin.search.lora_reranker import packaged_rerankers
+from plugin.settings import TEST_MODEL
+
+if TYPE_CHECKING:
+    from plugin.settings import Settings
+
+
+def build_models(settings: Settings, *, force: bool = False) -> dict[str, Any]:
+    """Build what ``settings`` serves; returns what was built where, an adapter that cannot be
+    built for this base model as ``"skipped: <why>"``."""
+    out: dict[str, Any] = {"model": settings.embedding_model}
+    if settings.embedding_model == TEST_MODEL:
+        out["path"] = str(build_test_model(rebuilt_model_dir(settings), force=force))
+    towers = {}
+    for name in known_adapters(settings.query_adapter_dir):
+        try:
+            towers[name] = str(build_query_tower(settings, name, force=force))
+        except ModelUnavailable as exc:
+            towers[name] = f"skipped: {exc}"
+    out["query_towers"] = towers
+    rerankers = {}
+    for name in packaged_rerankers():
+        try:
+            rerankers[name] = str(build_lora_reranker(settings, name, force=force))
+        except ModelUnavailable as exc:
+            rerankers[name] = f"skipped: {exc}"
+    out["rerankers"] = rerankers
+    return out

@@ -1,0 +1,30 @@
+"""Celery task names, their queues, and how a job is sent to its task by name.
+
+The API sends tasks by name and never imports the task code (or the Celery app's module); the
+tasks register under these names and the app routes them to these queues.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from plugin.service.jobs import JobKind
+
+QUEUES = ("match", "rerank", "verify", "ingest", "webhooks")
+#: job kind → task name; the API sends tasks by name and never imports the task code
+TASKS = {JobKind.POST: "factsieve.process_post", JobKind.VERIFY: "factsieve.verify",
+         JobKind.RERANK: "factsieve.rerank", JobKind.INGEST: "factsieve.ingest",
+         JobKind.EVIDENCE: "factsieve.ingest_evidence"}
+DELIVER = "factsieve.deliver_webhook"
+ROUTES = {TASKS[JobKind.POST]: "match", TASKS[JobKind.VERIFY]: "verify",
+          TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest",
+          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks"}
+
+
+def job_sender(app: Any) -> Any:
+    """Send a job (its record) to its task, under the job's id, at a broker priority (on Redis
+    lower is served first; ``JobStore`` decides it): ``Services.send_job`` and the API's sends."""
+    def send(job: dict[str, Any], priority: int | None = None) -> Any:
+        return app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], task_id=job["id"],
+                             priority=priority)
+
+    return send
