@@ -265,3 +265,14 @@ def problem_of(resp) -> dict[str, Any]:
     assert body["status"] == resp.status_code
     assert {"type", "title", "detail"} <= set(body)
     return body
+
+
+@pytest.fixture
+def fc_client(api_settings, store, embedder, make_alias):
+    """A client whose fact-check alias is this test's own."""
+    from api import create_app
+    from plugin.service.services import Services
+
+    settings = api_settings.model_copy(update={"index": make_alias()})
+    app = create_app(settings, services=Services(settings, store=store, embedder=embedder))
+    return app.test_client()
