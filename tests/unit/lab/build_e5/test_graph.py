@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from plugin.lab.build_e5 import BertShape, bert_onnx_model
-from tiny_bert import TINY, random_bert
+from tests.unit.embedding.tiny_bert import TINY, random_bert
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

@@ -17,9 +17,9 @@ from plugin.errors import BadInput
 from plugin.lab.reranker.lora_pack import (WORD_EMBEDDINGS, flatten, prune_vocabulary, read_pack,
                                            save_pack, sweep_report)
 from plugin.lab.query_tower import fold_of
+from tests.conftest import ROOT
 from tests.unit.embedding.tiny_bert import TINY, random_bert
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_flatten_and_prune_renumber_the_pairs_into_the_rows_they_use():
