@@ -168,7 +168,9 @@ def test_a_reranker_trained_on_other_weights_is_refused(reranker_setup):
 def test_the_committed_rerankers_fit_the_packaged_model_and_name_their_training_queries():
     from plugin.search.lora_reranker import find_reranker_adapter, packaged_rerankers
 
-    for name in packaged_rerankers():
+    names = packaged_rerankers()
+    assert names, "the package commits at least one reranker adapter"
+    for name in names:
         adapter = find_reranker_adapter(name)
         assert adapter.base_model == "factsieve/multilingual-e5-small-rebuilt"
         assert adapter.manifest["training_query_ids"] and adapter.manifest["pooling"] == "mean"
