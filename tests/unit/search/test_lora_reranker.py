@@ -61,7 +61,7 @@ def test_the_classifier_graph_pools_the_first_token_or_the_mean_and_nothing_else
 def test_the_jax_scorer_trained_is_the_graph_served():
     """``PairScorer`` (JAX, what training differentiates) and ``bert_classifier_onnx_model`` of the
     merged weights with mean pooling (what ``model build`` writes) give the same logits."""
-    jax = pytest.importorskip("jax")
+    import jax
     import onnxruntime as ort
 
     from plugin.lab.build_e5 import bert_classifier_onnx_model
@@ -86,7 +86,7 @@ def test_the_jax_scorer_trained_is_the_graph_served():
 
 
 def test_training_puts_each_positive_first_in_its_group():
-    jax = pytest.importorskip("jax")
+    import jax
     from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer, group_map5, train
 
     options = LoraRerankerOptions(rank=4, layers=2, lr=5e-3, head_lr=1e-2, epochs=25, negatives=3,
