@@ -1,5 +1,5 @@
 # FactSieve: two commands on a fresh machine.
-#   make demo   venv + install, local OpenSearch + Redis, test model, sample corpus, real matches
+#   make demo   venv + install, local OpenSearch + Redis, test model, init, sample corpus, real matches
 #   make test   the same bootstrap, the docs site built strictly, then the whole test suite
 #               (unit + integration, real servers)
 SHELL := /bin/bash
@@ -69,7 +69,10 @@ model: install
 wordnet:
 	scripts/wordnet.sh
 
+# init first: templates, aliases, fusion pipelines and (with ML Commons) the hosted model and the
+# stored template factsieve-match, so that tools querying OpenSearch directly work after the demo
 demo: install up model
+	$(FS) init
 	$(FS) demo
 
 # the torch-marked tests need the torch extra: `make test-torch` installs it and runs them.

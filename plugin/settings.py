@@ -2,10 +2,12 @@
 
 Built once at an edge (the CLI's ``main``, ``api.create_app``, the worker's entry module) and
 handed down; nothing in the library reads the environment at import time. Every field can be set
-with a ``FACTSIEVE_``-prefixed environment variable (``FACTSIEVE_OPENSEARCH_URL`` …).
+with a ``FACTSIEVE_``-prefixed environment variable (``FACTSIEVE_OPENSEARCH_URL`` …) or a line of
+the settings file (``ENV_FILE``), which ``make up`` writes with the URLs of the services it started.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -18,12 +20,39 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 TEST_MODEL = "factsieve/multilingual-e5-small-rebuilt"
 
 
+#: The settings file read at construction, relative to the working directory: ``make up``
+#: (``scripts/services.sh up``) writes it in the repo root, git-ignored, so that a direct
+#: ``factsieve`` command there finds the services it started.
+ENV_FILE = ".factsieve.env"
+
+
 def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "factsieve"
 
 
+def env_file() -> Path | None:
+    """The settings file to read: ``FACTSIEVE_ENV_FILE`` when set ("" reads none; a file it names
+    must exist), else ``ENV_FILE`` when there is one. Read when a ``Settings`` is built, never at
+    import."""
+    named = os.environ.get("FACTSIEVE_ENV_FILE")
+    if named is None:
+        return Path(ENV_FILE) if Path(ENV_FILE).is_file() else None
+    if named and not Path(named).is_file():
+        from plugin.errors import BadInput
+
+        raise BadInput(f"FACTSIEVE_ENV_FILE names {named!r}, which is not a file (\"\" reads none)")
+    return Path(named) if named else None
+
+
 class Settings(BaseSettings):
+    """Environment variables win over the settings file (``env_file``), which wins over the
+    defaults; keyword arguments win over all three, and ``_env_file=None`` reads no file."""
+
     model_config = SettingsConfigDict(env_prefix="FACTSIEVE_", extra="ignore")
+
+    def __init__(self, **values: object) -> None:
+        values.setdefault("_env_file", env_file())
+        super().__init__(**values)
 
     #: One URL, or a cluster's nodes comma-separated (requests spread over them, retried on another).
     opensearch_url: str = "http://127.0.0.1:9200"

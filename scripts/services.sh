@@ -369,6 +369,24 @@ llm_down() {
   fi
 }
 
+# -- the settings file direct commands read (plugin.settings.ENV_FILE) ------------------------------
+# `up` writes the URLs of what it started to .factsieve.env in the repo root (git-ignored), so that
+# a `factsieve` command run there finds them without exporting anything; environment variables
+# still win over it. `down` removes it.
+ENV_OUT="$ROOT/.factsieve.env"
+
+write_env_file() {
+  cat > "$ENV_OUT.tmp" <<ENV
+# written by scripts/services.sh up: the services it started (environment variables win over it)
+FACTSIEVE_OPENSEARCH_URL=$OS_URL
+FACTSIEVE_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+FACTSIEVE_LLM_URL=$LLM_BASE/v1
+FACTSIEVE_NLTK_DATA_DIR=$CACHE/nltk_data
+ENV
+  mv "$ENV_OUT.tmp" "$ENV_OUT"
+  log "service URLs written to $ENV_OUT"
+}
+
 # -- a cluster of several nodes on loopback (`up --nodes N`, N > 1) ---------------------------------
 # For the fault runner's node-kill scenario and anyone who wants replicas: N nodes named
 # factsieve-node-<i> in the cluster factsieve-cluster, HTTP on 9211.., transport on 9311..,
@@ -604,10 +622,10 @@ case "${1:-}" in
   fetch) fetch_opensearch; redis_bin >/dev/null ;;
   up) if [ "$SECURE" = 1 ]; then secure_up
       elif [ "$NODES" -gt 1 ]; then cluster_up "$NODES"
-      else redis_up; llm_start; opensearch_up; llm_wait; fi ;;
+      else redis_up; llm_start; opensearch_up; llm_wait; write_env_file; fi ;;
   down) if [ "$SECURE" = 1 ]; then secure_down
         elif [ "$NODES" -gt 1 ]; then cluster_down
-        else opensearch_down; redis_down; llm_down; secure_down; fi ;;
+        else opensearch_down; redis_down; llm_down; secure_down; rm -f "$ENV_OUT"; fi ;;
   node-up) cluster_node_up "${2:?node number}" "${3:?cluster size}" ;;  # the fault runner restarts a node
   status)
     if os_healthy; then echo "opensearch: up ($OS_URL)"; else echo "opensearch: down"; fi

@@ -3,9 +3,11 @@
 Integration tests run against the real OpenSearch and Redis that `make test` starts (or that
 FACTSIEVE_OPENSEARCH_URL / FACTSIEVE_REDIS_URL name). A missing server fails the run: it never
 skips. Each test gets its own alias (``fs-test-<random>``) and everything it created is deleted.
+The settings file ``make up`` writes (``.factsieve.env``) is not read: tests set their own env.
 """
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -16,6 +18,11 @@ from plugin.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def pytest_configure(config) -> None:
+    # the same settings whether or not `make up` left its settings file in the working directory
+    os.environ["FACTSIEVE_ENV_FILE"] = ""
 
 
 @pytest.fixture(scope="session")

@@ -104,10 +104,3 @@ def _combine(rankings: Mapping[str, Sequence[Hit]], units: Mapping[str, Mapping[
         for doc, gain in extra.get(name, {}).items():
             scores[doc] = scores.get(doc, 0.0) + w * gain
     return _finish(scores, contributions)
-
-
-def hits_from_response(response: dict, query: str) -> list[Hit]:
-    """Turn one OpenSearch search response into 1-based ranked hits."""
-    return [Hit(id=h["_id"], score=float(h["_score"] or 0.0), rank=i, query=query,
-                source=h.get("_source"))
-            for i, h in enumerate(response["hits"]["hits"], start=1)]

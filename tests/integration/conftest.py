@@ -47,6 +47,7 @@ def namespaced(settings, tag: str, **extra: Any):
 def settings_env(settings) -> dict[str, str]:
     """The ``FACTSIEVE_*`` environment that rebuilds ``settings`` in a subprocess."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FACTSIEVE_")}
+    env["FACTSIEVE_ENV_FILE"] = ""  # no settings file: exactly these settings
     for name in type(settings).model_fields:
         value = getattr(settings, name)
         if value is None:

@@ -1,6 +1,7 @@
 """The factsieve CLI end to end: JSON outputs, error messages and exit codes."""
 import json
 import os
+import re
 
 import pytest
 
@@ -8,7 +9,7 @@ from plugin.errors import NotFound
 
 from cli.main import main
 from tests.integration.conftest import LOCAL_LLM
-from tests.conftest import FIXTURES, SAMPLES
+from tests.conftest import FIXTURES, ROOT, SAMPLES
 
 pytestmark = pytest.mark.integration
 
@@ -282,6 +283,38 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
     code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10", "--no-verify")
     assert code == 0
     assert out.count("known fact-check: found at rank") == 3, out
+
+
+def demo_steps() -> list[list[str]]:
+    """The ``factsieve`` commands ``make demo`` runs, in order: its recipe's ``$(FS) ...`` lines."""
+    recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M)
+    assert recipe, "the Makefile has a demo target"
+    return [line.split()[1:] for line in recipe.group(1).splitlines() if line.strip().startswith("$(FS) ")]
+
+
+def test_after_the_demos_set_up_the_stored_template_answers(capsys, cli_alias, embedder, store):
+    """`make demo` runs `init` before `demo`, so that the README's *Query OpenSearch directly*
+    request answers from the stored template on a fresh clone (before: 404, nothing stored)."""
+    steps = demo_steps()
+    assert [argv[0] for argv in steps] == ["init", "demo"]
+    for argv in steps:
+        extra = ["--samples", str(SAMPLES), "--no-verify"] if argv[0] == "demo" else []
+        code, out, err = run(capsys, *argv, *extra)
+        assert code == 0, out + err
+    if os.environ.get("FACTSIEVE_OS_ML") == "0":  # no ML Commons: init stores no template
+        return
+    # the README's request, with this test's alias and template id
+    resp = store.request("search template", "POST", f"/{cli_alias}/_search/template", body={
+        "id": f"{cli_alias}-match",
+        "params": {"query_text": "5G towers spread the coronavirus", "k": 10, "lang": "en", "mode": "auto",
+                   "date_to": "2020-04-15", "within_days": 365}})
+    hits = resp["hits"]["hits"]
+    assert 0 < len(hits) <= 10 and all(h["_index"].startswith(f"{cli_alias}-v") for h in hits)
+    # and it finds the demo's English post's fact-check, as `demo` itself did
+    post = json.loads((SAMPLES / "demo_posts.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    resp = store.request("search template", "POST", f"/{cli_alias}/_search/template", body={
+        "id": f"{cli_alias}-match", "params": {"query_text": post["text"], "k": 10, "lang": "en"}})
+    assert set(post["expect"]) & {h["_id"] for h in resp["hits"]["hits"]}
 
 
 def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, make_alias, monkeypatch, embedder):

@@ -42,7 +42,9 @@ def test_dockerfile_cmd_parses():
     argv = yaml.safe_load(cmd)
     assert argv[0] == "factsieve"
     build_parser().parse_args(argv[1:])
-    for line in re.findall(r"^RUN factsieve (.+)$", text, re.M):
+    lines = re.findall(r"^RUN factsieve (.+)$", text, re.M)
+    assert lines, "the image builds its model with `factsieve model build`"
+    for line in lines:
         build_parser().parse_args(shlex.split(line))
 
 

@@ -1,18 +1,17 @@
 """The ingestion pipeline's pure parts."""
-import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from plugin.ingest.pipeline import IngestReport, MAX_REPORTED_REJECTS, embed_factchecks, passage_texts, validate, validation_reason
 from plugin.ingest.formats import RawRecord
 from plugin.models import FactCheck
+from tests.stub_embedder import StubEmbedder
 
 
-class StubEmbedder:
-    name, dim = "stub", 2
 
-    def encode_passages(self, texts):
-        return np.array([[1.0, 0.0] if "\n" not in t else [0.0, 1.0] for t in texts], dtype="float32")
+
+def stub_embedder():
+    return StubEmbedder(passage=lambda t: [1.0, 0.0] if "\n" not in t else [0.0, 1.0], dim=2)
 
 
 def test_passage_texts():
@@ -22,7 +21,7 @@ def test_passage_texts():
 
 
 def test_embed_factchecks_averages_and_normalises():
-    vecs = embed_factchecks(StubEmbedder(), [FactCheck(claim="c"), FactCheck(claim="c", title="t")])
+    vecs = embed_factchecks(stub_embedder(), [FactCheck(claim="c"), FactCheck(claim="c", title="t")])
     assert vecs.shape == (2, 2)
     assert vecs[0] == pytest.approx([1.0, 0.0])
     assert vecs[1] == pytest.approx([2 ** -0.5, 2 ** -0.5])

@@ -3,7 +3,6 @@ end to end on a tiny synthetic set, and (marked ``model``) the committed artifac
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
@@ -14,26 +13,10 @@ from plugin.errors import BadInput, ModelMismatch, ModelUnavailable
 from plugin.lab import verdict as lab
 from plugin.verify import head
 from plugin.verify.scoring import LABELS, NO_ANSWER
+from tests.stub_embedder import hashing_embedder
 
 
-class FakeEmbedder:
-    """Deterministic unit vectors from a hash of the (prefixed) text; counts its calls."""
-
-    def __init__(self, dim: int = 8, name: str = "fake/encoder") -> None:
-        self.dim, self.name, self.calls = dim, name, []
-
-    def _vec(self, text: str) -> np.ndarray:
-        seed = int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
-        v = np.random.default_rng(seed).normal(size=self.dim).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def encode_queries(self, texts):
-        self.calls.append(("q", len(texts)))
-        return np.stack([self._vec("query: " + t) for t in texts])
-
-    def encode_passages(self, texts):
-        self.calls.append(("p", len(texts)))
-        return np.stack([self._vec("passage: " + t) for t in texts])
+FakeEmbedder = hashing_embedder
 
 
 def qa(question: str, answer: str) -> dict:
@@ -93,8 +76,8 @@ def test_featurize_batches_and_matches_one_by_one():
     together = head.featurize(emb, items, batch=4)
     assert together.shape == (3, head.feature_dim(8))
     # 3 claims in one batch; 2 + 0 + MAX_PAIRS (the rest ignored) pair texts in batches of 4
-    assert emb.calls[0] == ("q", 3)
-    assert [n for kind, n in emb.calls if kind == "p"] == [4, 4, 4]
+    assert emb.counts[0] == ("q", 3)
+    assert [n for kind, n in emb.counts if kind == "p"] == [4, 4, 4]
     single = np.concatenate([head.featurize(FakeEmbedder(), [it]) for it in items])
     assert np.allclose(together, single, atol=1e-6)
 

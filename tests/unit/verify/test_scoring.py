@@ -18,9 +18,7 @@ from plugin.verify.wordnet import WordNetMissing, ensure_wordnet
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "averitec"
 NLTK_DATA = Path(os.environ.get("FACTSIEVE_CACHE", ROOT / ".cache")) / "nltk_data"
-HAS_WORDNET = (NLTK_DATA / "corpora" / "wordnet" / "lexnames").is_file()
-needs_wordnet = pytest.mark.skipif(not HAS_WORDNET,
-                                   reason=f"no WordNet in {NLTK_DATA}: run scripts/wordnet.sh")
+
 
 S, R, NEE, CE = LABELS
 
@@ -204,10 +202,11 @@ def test_missing_wordnet_names_the_setup_script(tmp_path):
 
 @pytest.fixture(scope="module")
 def wordnet():
+    """`make test` and `make unit` fetch WordNet first (`make wordnet`): missing, ensure_wordnet's
+    WordNetMissing (naming scripts/wordnet.sh) fails the tests that need it."""
     return ensure_wordnet(NLTK_DATA)
 
 
-@needs_wordnet
 @pytest.mark.parametrize("hypothesis, reference, expected", [
     # METEOR = Fmean · (1 − 0.5·(chunks/matches)³), Fmean = P·R / (0.9·P + 0.1·R).
     # All four match (dog~hound through WordNet), one chunk: 1 − 0.5/64.
@@ -228,7 +227,6 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-@needs_wordnet
 def test_fixture_slice_end_to_end(wordnet):
     """10 AVeriTeC dev claims + HerO-8B predictions, scored with nltk METEOR and WordNet 3.0.
 
@@ -252,7 +250,6 @@ def test_fixture_slice_end_to_end(wordnet):
     assert out["majority_macro_f1"] == pytest.approx((2 * 4 / (2 * 4 + 6)) / 4)
 
 
-@needs_wordnet
 def test_fixture_per_claim_scores(wordnet):
     """Per-claim Q+A scores decide the thresholds; dev-10 (wrong verdict) is the only one > 0.5."""
     gold = {r["id"]: r for r in _read_jsonl(FIXTURE / "claims.jsonl")}

@@ -7,7 +7,7 @@ from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.retrieval import get_config
 from plugin.settings import Settings
-from tests.unit.test_matcher import StubEmbedder
+from tests.stub_embedder import StubEmbedder
 
 
 def response(buckets):

@@ -1,7 +1,6 @@
 """The matcher's pure parts: request validation, plan, boosts, collapse."""
 from datetime import date
 
-import numpy as np
 import pytest
 
 from plugin.errors import BadInput
@@ -10,21 +9,7 @@ from plugin.models import Fused, Hit, Mode
 from plugin.search.retrieval import get_config
 from plugin.settings import Settings
 from plugin.search.variants import debunk_variant
-
-
-class StubEmbedder:
-    """Deterministic vectors: enough to check which texts get embedded, in one batch."""
-
-    name, dim = "stub", 3
-
-    def __init__(self):
-        self.calls = []
-
-    def encode_queries(self, texts):
-        self.calls.append(list(texts))
-        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype="float32")
-
-    encode_passages = encode_queries
+from tests.stub_embedder import StubEmbedder
 
 
 def fused(i, claim, lang="en", domain=None, score=1.0):

@@ -1,7 +1,6 @@
 """The lookup-threshold measurement's pure parts, against hand-computed values."""
 from datetime import date
 
-import numpy as np
 import pytest
 
 from plugin.lab.excluding import ExcludingMatcher, claim_words, duplicates_of, exclude_ids
@@ -11,6 +10,7 @@ from plugin.models import Mode
 from plugin.search.matcher import MatchRequest, MatchResult, same_claim
 from plugin.search.queries import Filters, bm25_query, filter_query, knn_query
 from plugin.settings import Settings
+from tests.stub_embedder import StubEmbedder
 
 POS = [0.9, 0.8, 0.7]
 NEG = [0.75, 0.6]
@@ -254,15 +254,9 @@ def test_exclude_nothing_is_a_copy():
     assert exclude_ids(body, []) == body
 
 
-class StubEmbedder:
-    name, dim = "stub", 3
-
-    def encode_queries(self, texts):
-        return np.array([[1.0, 0.0, 0.0] for _ in texts], dtype="float32")
-
-
 def test_excluding_matcher_plan_excludes_only_during_the_call():
-    matcher = ExcludingMatcher(store=None, embedder=StubEmbedder(), settings=Settings(), config="factsieve")
+    matcher = ExcludingMatcher(store=None, embedder=StubEmbedder(lambda _: [1.0, 0.0, 0.0]), settings=Settings(),
+                                config="factsieve")
     req = MatchRequest(text="the great wall", mode=Mode.AUTO, k=5)
     plain, _ = matcher.plan(req, "the great wall", "en", matcher.config)
     seen = {}

@@ -1,7 +1,7 @@
 """Fusion, checked against hand-computed values."""
 import pytest
 
-from plugin.search.fuse import hits_from_response, minmax_fuse, rrf_fuse
+from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.models import Hit
 
 
@@ -69,13 +69,6 @@ def test_minmax_formula():
 def test_minmax_constant_scores_normalise_to_one():
     fused = minmax_fuse({"q": run("q", ["a", "b"], [3.0, 3.0])})
     assert [f.score for f in fused] == [1.0, 1.0]
-
-
-def test_hits_from_response():
-    resp = {"hits": {"hits": [{"_id": "x", "_score": 2.5, "_source": {"claim": "c"}},
-                              {"_id": "y", "_score": None}]}}
-    hits = hits_from_response(resp, "bm25")
-    assert hits == [Hit("x", 2.5, 1, "bm25", {"claim": "c"}), Hit("y", 0.0, 2, "bm25", None)]
 
 
 # -- stand-ins: BM25 across languages -----------------------------------------------------------

@@ -3,13 +3,11 @@ from plugin.evidence.index import evidence_spec
 from plugin.index.bodies import ANALYZED_LANGS, load_template
 from plugin.index.templates import IndexSpec, template_bodies
 from plugin.settings import Settings
+from tests.stub_embedder import StubEmbedder
 
 
-class FakeEmbedder:
-    name, dim = "some/model", 384
-
-
-SPEC = evidence_spec(Settings(evidence_index="evidence", index_replicas=1), FakeEmbedder())
+SPEC = evidence_spec(Settings(evidence_index="evidence", index_replicas=1),
+                     StubEmbedder(name="some/model", dim=384))
 
 
 def test_spec_names_the_evidence_template():
