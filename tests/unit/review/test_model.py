@@ -59,7 +59,7 @@ def test_signals(explain, reranked, expected):
 
 def _match(i, conf=0.9):
     return {"id": f"fc{i}", "claim": f"claim {i}", "rating": "False", "publisher": "P",
-            "published_at": "2024-01-0%d" % i, "url": f"https://x/{i}", "lang": "en", "rank": i,
+            "published_at": f"2024-01-0{i}", "url": f"https://x/{i}", "lang": "en", "rank": i,
             "score": 1 / i, "confidence": conf, "explain": {"bm25:post": {"rank": i, "score": 1}}}
 
 
