@@ -269,18 +269,21 @@ class ReviewDesk:
         return hit, decision, decided_item(item, decision)
 
     def _write(self, tenant: str, planned: list[tuple[dict, dict, dict]]) -> list[dict[str, Any]]:
-        """Items first, each over its version; then the decisions of those that moved."""
+        """Items first, each over its version; then the decisions of those that moved. Both
+        writes refresh at once (``refresh=true``, not ``wait_for``): a reviewer's next queue page
+        must not show what they just decided, and waiting for the next scheduled refresh cost up
+        to a second per decision, while decisions come at a person's pace."""
         actions = [{"_op_type": "index", "_index": self.items, "_id": hit["_id"], "_source": body,
                     "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
                    for hit, _, body in planned]
         moved, lost = [], []
-        for (hit, decision, body), (ok, _info) in zip(planned, self.store.bulk(actions, refresh="wait_for")):
+        for (hit, decision, body), (ok, _info) in zip(planned, self.store.bulk(actions, refresh=True)):
             (moved if ok else lost).append((hit, decision, body))
         recorded = [decision for _, decision, _ in moved]
         if recorded:
             log = [{"_op_type": "create", "_index": self.log, "_id": d["id"], "_source": d}
                    for d in recorded]
-            for ok, info in self.store.bulk(log, refresh="wait_for"):
+            for ok, info in self.store.bulk(log, refresh=True):
                 if not ok:
                     raise BackendError(f"the decision log refused an entry: {str(info)[:300]}")
             if self.notify is not None:
