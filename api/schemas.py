@@ -370,7 +370,15 @@ class Signals(Response):
     rerank_score: float | None = None
 
 
-class Candidate(Response):
+class Scored(Response):
+    """A candidate's place in its match: rank (1-based), fused score, calibrated confidence."""
+
+    rank: int | None = None
+    score: float | None = None
+    confidence: float | None = None
+
+
+class Candidate(Scored):
     factcheck_id: str
     claim: str | None = None
     rating: str | None = None
@@ -378,13 +386,10 @@ class Candidate(Response):
     date: str | None = None
     url: str | None = None
     lang: str | None = None
-    rank: int | None = None
-    score: float | None = None
-    confidence: float | None = None
     signals: Signals
 
 
-class Decision(Response):
+class Decision(Scored):
     id: str
     post_id: str
     action: Action
@@ -398,9 +403,6 @@ class Decision(Response):
     to_status: ReviewStatus | None = None
     config: str | None = None
     versions: dict[str, Any] = Field(default_factory=dict)
-    rank: int | None = None
-    score: float | None = None
-    confidence: float | None = None
     signals: dict[str, Any] = Field(default_factory=dict)
 
 

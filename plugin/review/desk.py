@@ -277,7 +277,10 @@ class ReviewDesk:
                     "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
                    for hit, _, body in planned]
         moved, lost = [], []
-        for (hit, decision, body), (ok, _info) in zip(planned, self.store.bulk(actions, refresh=True)):
+        for (hit, decision, body), (ok, info) in zip(planned, self.store.bulk(actions, refresh=True)):
+            if not ok and _status(info) != 409:  # not a race: OpenSearch refused the write
+                raise BackendError(f"OpenSearch did not write review item "
+                                   f"{hit['_source']['post_id'][:200]!r}: {str(info)[:300]}")
             (moved if ok else lost).append((hit, decision, body))
         recorded = [decision for _, decision, _ in moved]
         if recorded:
@@ -329,6 +332,11 @@ class ReviewDesk:
 _ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
                 "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
                 "last_decision")
+
+
+def _status(info: Mapping[str, Any]) -> int | None:
+    """The HTTP status of one bulk item's answer (``{"index": {"status": 409, …}}``)."""
+    return next((v.get("status") for v in info.values() if isinstance(v, Mapping)), None)
 
 
 def _public(src: Mapping[str, Any]) -> dict[str, Any]:
