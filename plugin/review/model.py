@@ -24,9 +24,9 @@ class _Parsed(str, Enum):
             return cls(value)
         except ValueError:
             valid = ", ".join(m.value for m in cls)
-            raise InvalidRequest(f"{field}: {str(value)[:80]!r} is not one of {valid}",
-                                 errors=[{"field": field, "message": f"must be one of {valid}",
-                                          "type": "enum"}]) from None
+            message = f"{str(value)[:80]!r} is not one of {valid}"
+            raise InvalidRequest(f"{field}: {message}", errors=[
+                {"field": field, "message": message, "type": "enum"}]) from None
 
 
 class Action(_Parsed):

@@ -189,10 +189,12 @@ def test_bad_input_is_a_4xx_that_names_the_problem_and_writes_nothing(client, wo
     ana = tenant.key("ana")
     post_id, other_id = submit(client, ana), submit(client, ana, "Lightning never strikes twice")
     ok = {"post_id": post_id, "action": "confirm"}
+    shown = {c["factcheck_id"] for c in client.get(f"/v1/review/{post_id}", headers=ana).get_json()["candidates"]}
+    elsewhere = next(f"api-{i}" for i in range(1, 9) if f"api-{i}" not in shown)  # in the corpus, not shown
     cases = [
         ({"post_id": "never-posted", "action": "confirm"}, 404, "never-posted"),
         ({"post_id": post_id, "action": "approve"}, 422, "approve"),
-        ({"post_id": post_id, "action": "confirm", "factcheck_id": "api-7"}, 422, "not a candidate"),
+        ({"post_id": post_id, "action": "confirm", "factcheck_id": elsewhere}, 422, "not a candidate"),
         ({"post_id": post_id, "action": "manual", "factcheck_id": "no-such-fc"}, 404, "no-such-fc"),
         ({"post_id": post_id, "action": "manual"}, 422, "manual names the fact-check"),
         ({"post_id": post_id, "action": "none", "factcheck_id": "api-2"}, 422, "takes no fact-check"),
@@ -243,12 +245,14 @@ def test_manual_match_pagination_and_export(client, worker, tenant, api_services
     assert [i["post_id"] for i in first["items"] + rest["items"]] == posts and rest["next"] is None
     found = api_services.review.search_factchecks(tenant.id, "the Great Wall seen from the Moon", k=3)
     assert found[0]["factcheck_id"] == "api-3"
-    resp = decide(client, ana, [{"post_id": posts[0], "action": "manual", "factcheck_id": "api-3"},
+    shown = {c["factcheck_id"] for c in client.get(f"/v1/review/{posts[0]}", headers=ana).get_json()["candidates"]}
+    elsewhere = next(f"api-{i}" for i in range(1, 9) if f"api-{i}" not in shown)
+    resp = decide(client, ana, [{"post_id": posts[0], "action": "manual", "factcheck_id": elsewhere},
                                 {"post_id": posts[1], "action": "confirm"},
                                 {"post_id": posts[2], "action": "not_a_claim"}])
     assert resp.status_code == 201, resp.data
     manual = resp.get_json()["decisions"][0]
-    assert manual["factcheck_id"] == "api-3" and manual["rank"] is None
+    assert manual["factcheck_id"] == elsewhere and manual["rank"] is None and manual["signals"] == {}
     assert decide(client, ana, {"post_id": posts[1], "action": "undo"}).status_code == 201
     assert decide(client, ana, {"post_id": posts[1], "action": "reject", "factcheck_id": "api-2"}).status_code == 201
 
@@ -259,7 +263,7 @@ def test_manual_match_pagination_and_export(client, worker, tenant, api_services
     pairs = [json.loads(line) for line in out.stdout.splitlines()]
     # the manual match is a positive; the undone confirm is gone; the reject a negative; not_a_claim nothing
     assert [(p["post_id"], p["factcheck_id"], p["label"]) for p in pairs] == [
-        (posts[0], "api-3", 1), (posts[1], "api-2", 0)]
+        (posts[0], elsewhere, 1), (posts[1], "api-2", 0)]
     assert pairs[1]["signals"]["bm25_rank"] is not None and pairs[1]["versions"]["retrieval_config"]
     assert pairs[0]["post_text"] == FIVE_G + " (0)"
     later = subprocess.run([sys.executable, "-m", "cli.main", "decisions", "export", "--tenant", tenant.id,
