@@ -79,7 +79,7 @@ def main() -> None:
             "request_ms_median": round(statistics.median(per_request) * 1e3, 1),
             "request_ms_max": round(max(per_request) * 1e3, 1),
             "record_items_per_s": round(args.items / record_s, 1),
-            "opensearch": settings.opensearch_url}))
+            "opensearch": store.url}))  # redacted: never credentials
     finally:
         for alias in (settings.review_index, settings.decisions_index):
             store.delete_index(f"{alias}-v*")
