@@ -5,7 +5,7 @@ HMAC-SHA256(secret, "<timestamp>.<raw body>")>`` with the Unix ``X-FactSieve-Tim
 the MAC, so a receiver can refuse replays outside a tolerance. While a rotated secret overlaps
 its predecessor the header carries one signature per valid secret, newest first and comma
 separated (``sha256=<new>,sha256=<old>``); a receiver accepts the request when any of them
-matches (``verify_signature`` does). Deliveries are at least once: every attempt of one
+matches (``verify_signature``). Deliveries are at least once: every attempt of one
 delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop the rare duplicate
 left by a worker killed between sending and recording.
 
@@ -16,7 +16,7 @@ URL's origin (scheme, host and port, exactly) is listed in ``FACTSIEVE_WEBHOOK_A
 never FactSieve's own OpenSearch, Redis or LLM endpoint, listed or not. The attempt then
 connects to exactly the address that was checked, so a name with a zero TTL cannot pass the
 check with one address and connect to another; the Host header, the TLS server name and the
-certificate check still use the URL's host. Redirects are not followed, since a redirect could point anywhere.
+certificate check still use the URL's host. Redirects are not followed (they could point anywhere).
 
 Receivers are not trusted: one deadline covers connecting, sending and reading together, at
 most ``MAX_RESPONSE_BYTES`` of a body are read (and never decompressed), and a receiver that is
@@ -69,6 +69,9 @@ class Event(str, Enum):
     POST_MATCHED = "post.matched"
     #: a verification job finished (every subscription to it whose languages include the claim's)
     CLAIM_VERIFIED = "claim.verified"
+    #: a reviewer's decision (plugin.review)
+    MATCH_CONFIRMED = "match.confirmed"
+    MATCH_REJECTED = "match.rejected"
 
 
 # -- pure functions ---------------------------------------------------------------------------
@@ -90,7 +93,7 @@ def signature_header(secrets_: Iterable[str], timestamp: int | str, body: bytes)
 def verify_signature(secret: str, body: bytes, timestamp: str | None, signature: str | None, *,
                      now: float | None = None, tolerance_s: int = 300) -> bool:
     """What a receiver runs: the timestamp is recent and one of the header's signatures matches
-    (constant time). Anything malformed, non-ASCII included, is simply not a match."""
+    (constant time). Anything malformed, non-ASCII included, is not a match."""
     if not timestamp or not signature or not timestamp.isascii() or not timestamp.isdigit():
         return False
     if len(timestamp) > 15:  # no Unix time is that long; int() of 4,300+ digits even raises
@@ -166,14 +169,14 @@ def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | N
 def wants(subscription: dict[str, Any], event: Event, lang: str | None,
           best_score: float | None) -> bool:
     """Whether a subscription receives an event for a post in ``lang`` whose best match scored
-    ``best_score`` (``None``: no match at all, which ``post.matched`` never delivers)."""
+    ``best_score`` (``None``: no match, which ``post.matched`` never delivers)."""
     if event.value not in subscription["events"]:
         return False
     languages = subscription.get("languages")
     if languages and lang not in languages:
         return False
-    if event is Event.CLAIM_VERIFIED:
-        return True  # a verdict has no match score: min_score is for post.matched
+    if event is not Event.POST_MATCHED:
+        return True  # no match score: min_score is for post.matched
     if best_score is None:
         return False
     min_score = subscription.get("min_score")
@@ -181,7 +184,7 @@ def wants(subscription: dict[str, Any], event: Event, lang: str | None,
 
 
 def delivery_id(subscription_id: str, event: Event, dedupe_key: str) -> str:
-    """Deterministic, so planning the same delivery twice (a redelivered task) is a no-op."""
+    """Deterministic: planning one delivery twice (a redelivered task) is a no-op."""
     digest = hashlib.sha256(f"{subscription_id}\x1f{event.value}\x1f{dedupe_key}".encode()).hexdigest()
     return "dlv_" + digest[:24]
 
