@@ -24,9 +24,9 @@ STATUS_LABELS = {"pending": "Pending", "confirmed": "Confirmed", "rejected": "Re
 #: Confidence bands: ``(min, max)``, either open.
 CONFIDENCE = {"high": (0.8, None), "medium": (0.5, 0.8), "low": (None, 0.5)}
 CONFIDENCE_LABELS = {"high": "High (≥ 0.8)", "medium": "Medium (0.5–0.8)", "low": "Low (< 0.5)"}
-#: Age filters: items created within this long.
-AGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
-AGE_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days"}
+#: Age filters: items created within this long (the bands ``plugin.review.queries`` counts).
+AGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+AGE_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days"}
 SORTS = ("newest", "oldest", "confidence")
 #: Actions a button may ask for (``choice`` is ``action`` or ``action:factcheck_id``).
 ACTIONS = ("confirm", "reject", "none", "not_a_claim", "manual", "undo")
@@ -94,11 +94,11 @@ def decision(post_id: str, choice: str | None, version: str | None, note: str | 
     return out
 
 
-def _version(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise BadInput(f"invalid item version {value[:20]!r}: an integer") from None
+def _version(value: str) -> str:
+    """The item's version as the page got it (opaque to the page; ``ReviewDesk`` checks it)."""
+    if len(value) > 100:
+        raise BadInput(f"invalid item version {value[:20]!r}…: over 100 characters")
+    return value
 
 
 def bulk_decisions(post_ids: list[str], bulk: str | None, fields: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -149,6 +149,18 @@ def why_matched(signals: Mapping[str, Any] | None) -> str:
     else:
         parts.append("not reranked")
     return " · ".join(parts)
+
+
+def age_counts(bands: Mapping[str, int]) -> dict[str, int]:
+    """The age filters' counts from the queue's age bands (``day``: the last 24 hours, ``week``:
+    1 to 7 days old): the filters are cumulative, the bands are not."""
+    day, week = bands.get("day", 0), bands.get("week", 0)
+    return {"24h": day, "7d": day + week}
+
+
+def any_count(by_lang: Mapping[str, int]) -> int:
+    """What "any language" holds under the other filters: the languages' counts summed."""
+    return sum(by_lang.values())
 
 
 def confidence_text(value: Any) -> str:

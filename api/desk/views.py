@@ -13,7 +13,7 @@ from flask import (Blueprint, Response, current_app, g, make_response, redirect,
                    request, url_for)
 from werkzeug.datastructures import MultiDict
 
-from plugin.errors import BadInput, Conflict, FactSieveError, Forbidden, Unauthorized
+from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
 from plugin.service.keys import client_address
 from plugin.service.services import Services
 
@@ -227,10 +227,9 @@ def may_decide() -> None:
 
 def conflict_message(exc: Conflict) -> str:
     """What the page says on a 409: who decided the item first, and what."""
-    body = exc.to_problem()
-    first = body.get("decision") or next(iter(body.get("errors") or []), None) or {}
-    if isinstance(first, dict) and first.get("actor"):
-        what = p.STATUS_LABELS.get(first.get("status", ""), first.get("action", "decided"))
+    first = getattr(exc, "decision", None) or {}  # DecisionConflict carries the winning decision
+    if first.get("actor"):
+        what = p.STATUS_LABELS.get(first.get("to_status", ""), first.get("action", "decided"))
         return (f"{first['actor']} already decided this item ({what}"
                 f"{' at ' + str(first['at']) if first.get('at') else ''}); "
                 f"your decision was not recorded. {exc.detail}")
@@ -264,8 +263,6 @@ def decide() -> Response:
 def bulk() -> Response:
     may_decide()
     records = p.bulk_decisions(form().getlist("post_id"), form().get("bulk"), form())
-    if len(records) > services().settings.review_bulk_max:
-        raise BadInput(f"{len(records)} items selected; at most {services().settings.review_bulk_max} at once")
     try:
         done = services().review.decide(session().tenant, session().name, records, origin=ORIGIN)
         verb = "confirmed the top candidate of" if form().get("bulk") == "confirm_top" else "rejected"

@@ -32,7 +32,7 @@ def test_queue_args_default_status_for_history():
     ({"status": "done"}, "status 'done'; valid: pending, confirmed"),
     ({"sort": "best"}, "sort 'best'; valid: newest, oldest, confidence"),
     ({"confidence": "very"}, "confidence 'very'; valid: high, medium, low"),
-    ({"age": "1y"}, "age '1y'; valid: 24h, 7d, 30d"),
+    ({"age": "1y"}, "age '1y'; valid: 24h, 7d"),
     ({"lang": "<script>"}, "invalid language"),
 ])
 def test_queue_args_names_the_bad_value(args, names):
@@ -68,21 +68,21 @@ def test_parse_choice_refuses(choice, names):
 
 
 def test_decision_record():
-    assert p.decision("post-1", "confirm:fc-2", "3", "  checked  ") == {
-        "post_id": "post-1", "action": "confirm", "factcheck_id": "fc-2", "version": 3, "note": "checked"}
+    assert p.decision("post-1", "confirm:fc-2", "3:1", "  checked  ") == {
+        "post_id": "post-1", "action": "confirm", "factcheck_id": "fc-2", "version": "3:1", "note": "checked"}
     assert p.decision("post-1", "none", "", None) == {"post_id": "post-1", "action": "none"}
     with pytest.raises(BadInput, match="names no post"):
         p.decision("", "none", None)
-    with pytest.raises(BadInput, match="invalid item version 'x'"):
-        p.decision("post-1", "none", "x")
+    with pytest.raises(BadInput, match="over 100 characters"):
+        p.decision("post-1", "none", "x" * 101)
 
 
 def test_bulk_decisions():
-    fields = {"top.a": "fc-1", "v.a": "2", "top.b": "fc-7", "v.b": "5"}
+    fields = {"top.a": "fc-1", "v.a": "2:1", "top.b": "fc-7", "v.b": "5:1"}
     assert p.bulk_decisions(["a", "b", "a"], "confirm_top", fields) == [
-        {"post_id": "a", "action": "confirm", "factcheck_id": "fc-1", "version": 2},
-        {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": 5}]
-    assert p.bulk_decisions(["a"], "reject", fields) == [{"post_id": "a", "action": "reject", "version": 2}]
+        {"post_id": "a", "action": "confirm", "factcheck_id": "fc-1", "version": "2:1"},
+        {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": "5:1"}]
+    assert p.bulk_decisions(["a"], "reject", fields) == [{"post_id": "a", "action": "reject", "version": "2:1"}]
 
 
 @pytest.mark.parametrize(("ids", "bulk", "fields", "names"), [
@@ -128,3 +128,9 @@ def test_short_and_confidence_and_dom_id():
     assert p.confidence_text(None) == "unknown" and p.confidence_text(0.456) == "0.46"
     assert p.dom_id("post 1") == p.dom_id("post 1") != p.dom_id("post 2")
     assert p.dom_id("<a b>").startswith("item-") and p.dom_id("<a b>")[5:].isalnum()
+
+
+def test_age_and_any_counts():
+    assert p.age_counts({"day": 2, "week": 3, "older": 9}) == {"24h": 2, "7d": 5}
+    assert p.age_counts({}) == {"24h": 0, "7d": 0}
+    assert p.any_count({"en": 3, "de": 1}) == 4
