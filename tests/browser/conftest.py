@@ -2,7 +2,7 @@
 against ``factsieve serve`` (gunicorn), a ``factsieve worker``, OpenSearch and Redis.
 
 One namespaced deployment per session, as in ``tests/integration/conftest.py`` (whose helpers
-this reuses), with its own review and decision indexes. Two tenants: ``desk-a`` (two reviewers,
+this reuses). Two tenants: ``desk-a`` (two reviewers,
 Ana and Bo, and a read-only key) and ``desk-b`` (Cy). Nothing skips: a missing chromium fails.
 """
 from __future__ import annotations
@@ -36,9 +36,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="session")
 def desk_settings(settings, receiver):
-    tag = uuid.uuid4().hex[:10]
-    return namespaced(settings, tag, webhook_allowed_hosts=(receiver.origin,),
-                      review_index=f"fs-test-review-{tag}", decisions_index=f"fs-test-dec-{tag}")
+    return namespaced(settings, uuid.uuid4().hex[:10], webhook_allowed_hosts=(receiver.origin,))
 
 
 @pytest.fixture(scope="session")
@@ -53,8 +51,6 @@ def desk_services(desk_settings, store, embedder):
     assert report.rejected == 0, report.rejects
     yield services
     cleanup_deployment(desk_settings, store)
-    for alias in (desk_settings.review_index, desk_settings.decisions_index):
-        store.delete_index(f"{alias}-v*")
 
 
 @pytest.fixture(scope="session")

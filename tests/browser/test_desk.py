@@ -11,6 +11,7 @@ import requests
 from api.desk.present import dom_id
 from tests.browser.conftest import SCREENSHOT, sign_in, submit
 from tests.integration.conftest import wait_for
+from tests.integration.test_workers import expected_signature
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -54,7 +55,7 @@ def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served,
 
 def test_keyboard_confirm_records_actor_versions_signals_then_undo(context, served, keys, receiver):
     headers = {"Authorization": f"Bearer {keys['ana']}"}
-    path = f"/confirmed-{dom_id('x')[-6:]}"
+    path = f"/confirmed-{time.time_ns()}"
     sub = requests.post(f"{served}/v1/webhooks", json={"url": receiver.url(path), "events": ["match.confirmed"]},
                         headers=headers, timeout=30).json()
     post_id = submit(served, keys["ana"], CARROTS)
@@ -71,10 +72,12 @@ def test_keyboard_confirm_records_actor_versions_signals_then_undo(context, serv
     assert decision["versions"] and decision["signals"] and decision["rank"] == 1
     assert decision["factcheck_id"] == got["candidates"][0]["factcheck_id"]
     delivered = wait_for(lambda: [r for r in receiver.received(path)
-                                  if json.loads(r["body"])["data"].get("decision", {}).get("post_id") == post_id
-                                  or post_id in r["body"].decode()], what="match.confirmed")
-    assert delivered[0]["headers"]["X-FactSieve-Event"] == "match.confirmed"
-    assert delivered[0]["headers"]["X-FactSieve-Signature"]
+                                  if json.loads(r["body"])["data"]["decision"]["post_id"] == post_id],
+                         what="the match.confirmed webhook")
+    headers, body = delivered[0]["headers"], delivered[0]["body"]
+    assert headers["X-FactSieve-Event"] == "match.confirmed"
+    assert headers["X-FactSieve-Signature"] == expected_signature(sub["secret"], headers["X-FactSieve-Timestamp"], body)
+    assert json.loads(body)["data"]["decision"]["actor"] == "Ana Reviewer"
     # u takes the last decision back
     page.keyboard.press("u")
     wait_for(lambda: item(page, post_id).get_attribute("data-status") == "pending", what="the undo")
