@@ -9,18 +9,33 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from flask import (Blueprint, Response, current_app, g, make_response, redirect, render_template,
-                   request, url_for)
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    g,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from werkzeug.datastructures import MultiDict
-
-from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
-from plugin.service.keys import client_address
-from plugin.service.services import Services
 
 from api.bodies import read_form
 from api.desk import present as p
-from api.desk.sessions import COOKIE, SIGNIN_COOKIE, DeskSession, SessionStore, csrf_ok, new_token
+from api.desk.sessions import (
+    COOKIE,
+    SIGNIN_COOKIE,
+    DeskSession,
+    SessionStore,
+    csrf_ok,
+    new_token,
+)
 from api.problems import problem_response, public_problem
+from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
+from plugin.service.keys import client_address
+from plugin.service.services import Services
 
 desk = Blueprint("desk", __name__, url_prefix="/desk", template_folder="templates",
                  static_folder="static")

@@ -8,9 +8,6 @@ Ana and Bo, and a read-only key) and ``desk-b`` (Cy). Nothing skips: a missing c
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,18 +17,20 @@ import pytest
 import requests
 
 from tests.conftest import ROOT
-from tests.integration.conftest import (API_FACTCHECKS, Receiver, Worker, cleanup_deployment,
-                                        closed_port, namespaced, settings_env, wait_for)
+from tests.integration.conftest import (
+    API_FACTCHECKS,
+    Worker,
+    cleanup_deployment,
+    namespaced,
+    receiver,
+    wait_for,
+)
+from tests.integration.test_api_server import serving
+
+__all__ = ["receiver"]  # the integration suite's webhook receiver, as a fixture here too
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOT = ROOT / "docs" / "img" / "desk-queue.png"
-
-
-@pytest.fixture(scope="session")
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.close()
 
 
 @pytest.fixture(scope="session")
@@ -64,30 +63,15 @@ def keys(desk_services) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def served(desk_services, tmp_path_factory) -> Iterator[str]:
-    """``factsieve serve`` on a free port, with a worker; yields the base URL."""
+    """``factsieve serve`` (gunicorn) on a free port, with a worker; yields the base URL."""
     logs = tmp_path_factory.mktemp("desk")
     worker = Worker(desk_services.settings, logs / "worker.log")
-    port = closed_port()
-    log = open(logs / "serve.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--workers", "2"],
-                            cwd=ROOT, env=settings_env(desk_services.settings), stdout=log,
-                            stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert proc.poll() is None, (logs / "serve.log").read_text()
-        try:
-            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
-        except (requests.ConnectionError, requests.Timeout):
-            return False
-
     try:
-        wait_for(up, timeout=90, what="gunicorn")
-        yield base
+        with serving(desk_services.settings, logs) as port:
+            base = f"http://127.0.0.1:{port}"
+            assert requests.get(f"{base}/readyz", timeout=120).status_code == 200  # the model is loaded
+            yield base
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        log.close()
         worker.stop()
 
 
