@@ -31,8 +31,8 @@ def review(base: str, key: str, post_id: str) -> dict:
 
 
 def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served, keys):
-    post_id = submit(served, keys["ana"], FIVE_G)
     xss_id = submit(served, keys["ana"], XSS)
+    post_id = submit(served, keys["ana"], FIVE_G)  # the newest: on top of the screenshot
     page = context.new_page()
     sign_in(page, keys["ana"])
     assert page.get_by_text("Signed in as").is_visible()
@@ -147,7 +147,7 @@ def test_a_post_without_the_csrf_token_is_refused(context, served, keys):
     post_id = submit(served, keys["ana"], "Vitamin C megadoses cure covid")
     page = context.new_page()
     sign_in(page, keys["ana"])
-    version = item(page, post_id).locator("input[name=version]").input_value()
+    version = item(page, post_id).locator("form.decide input[name=version]").input_value()
     for form in ({"post_id": post_id, "choice": "none", "version": version},
                  {"post_id": post_id, "choice": "none", "version": version, "csrf_token": "forged"}):
         resp = page.request.post("/desk/decide", form=form)
