@@ -9,7 +9,8 @@ A throwaway deployment (``scripts/api_checks.py``'s: own Redis prefix and aliase
 review and decision indexes. The first ``--items`` queries of the dataset are matched and become
 review items (as the post job makes them); chromium (Debian's, through playwright) signs in and
 loads ``/desk/`` ``--runs`` times after 3 warm-ups. Per load, from the Navigation Timing entry:
-``server_ms`` (request sent to first byte), ``dom_ms`` (DOMContentLoaded) and ``render_ms``
+``server_ms`` (request sent to first byte), ``transfer_ms`` (first to last byte), ``parse_ms``
+(last byte to the DOM parsed), ``dom_ms`` (DOMContentLoaded) and ``render_ms``
 (the load event: HTML parsed, CSS and scripts run, the page drawn). Everything it made is deleted.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ from plugin.owners import DEFAULT_TENANT  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 TIMING = """() => { const n = performance.getEntriesByType("navigation")[0];
-  return {server_ms: n.responseStart - n.requestStart, dom_ms: n.domContentLoadedEventEnd - n.startTime,
+  return {server_ms: n.responseStart - n.requestStart, transfer_ms: n.responseEnd - n.responseStart,
+          parse_ms: n.domInteractive - n.responseEnd, dom_ms: n.domContentLoadedEventEnd - n.startTime,
           render_ms: n.loadEventEnd - n.startTime, bytes: n.transferSize,
           items: document.querySelectorAll("article.item").length,
           candidates: document.querySelectorAll("li.candidate").length}; }"""
@@ -107,6 +109,7 @@ def main() -> None:
                       "items_on_page": loads[-1]["items"], "candidates_on_page": loads[-1]["candidates"],
                       "page_bytes": loads[-1]["bytes"], "render_ms": stats("render_ms"),
                       "dom_ms": stats("dom_ms"), "server_ms": stats("server_ms"),
+                      "transfer_ms": stats("transfer_ms"), "parse_ms": stats("parse_ms"),
                       "browser": CHROMIUM, "server": "gunicorn, 2 workers, loopback"}, indent=2))
 
 
