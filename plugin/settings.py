@@ -153,6 +153,10 @@ class Settings(BaseSettings):
     #: ``X-Forwarded-For`` (the one the proxy appended) is used. Never set it without such a
     #: proxy: clients could then pick their own address.
     trust_x_forwarded_for: bool = False
+    #: A desk session (``/desk``, signed in with an API key) ends after this long without a
+    #: request; each request starts the time again. The session lives in Redis, so signing out or
+    #: revoking the key ends it at once.
+    desk_session_ttl_s: int = Field(default=8 * 3600, ge=60)
     #: Per tenant: at most this many jobs queued or running at once; the next is a 429
     #: (``plugin.service.admission``).
     tenant_max_active_jobs: int = Field(default=200, ge=1)

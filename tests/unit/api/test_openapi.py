@@ -31,7 +31,7 @@ def _refs(node):
 
 def test_every_route_is_documented(app, spec):
     routed = {(r.rule.replace("<path:", "<").replace("<", "{").replace(">", "}"), m)
-              for r in app.url_map.iter_rules() if r.endpoint != "static"
+              for r in app.url_map.iter_rules() if r.endpoint != "static" and not r.endpoint.startswith("desk.")
               for m in r.methods - {"HEAD", "OPTIONS"}}
     documented = {(p, m.upper()) for p, ops in spec["paths"].items() for m in ops}
     assert routed == documented
