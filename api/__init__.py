@@ -26,6 +26,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                celery: Any = None) -> Flask:
     from workers.app import create_celery
 
+    from api.desk import desk
     from api.routes import api, bp
 
     settings = settings or Settings()
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                                 "application/problem+json.")
     app.extensions["factsieve.openapi"] = document_config_names(spec)
     app.register_blueprint(bp)
+    app.register_blueprint(desk)  # the review page at /desk (not part of the JSON API's spec)
     app.register_error_handler(FactSieveError, error_response)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected)

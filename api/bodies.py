@@ -12,12 +12,14 @@ decides. Every route that reads a body comes through ``read_body``; nothing else
 from __future__ import annotations
 
 from typing import IO
+from urllib.parse import parse_qsl
 
 from flask import request
+from werkzeug.datastructures import MultiDict
 
-from plugin.errors import ContentTooLarge
+from plugin.errors import ContentTooLarge, UnsupportedContentType
 
-__all__ = ["has_body", "read_body", "read_limited", "too_large"]
+__all__ = ["has_body", "read_body", "read_form", "read_limited", "too_large"]
 
 _CHUNK = 64 * 1024
 
@@ -58,3 +60,15 @@ def read_body(limit: int, setting: str) -> bytes:
     # one byte more than ours lets read_limited see that the body goes on
     request.max_content_length = limit + 1
     return read_limited(request.stream, limit, setting)
+
+
+def read_form(limit: int, setting: str) -> MultiDict[str, str]:
+    """An HTML form's fields (``application/x-www-form-urlencoded``, what the desk's forms and
+    htmx send), read through ``read_body``; an empty body is an empty form. Undecodable bytes
+    become U+FFFD, so a mangled field fails validation by name instead of the whole request."""
+    if has_body() and request.mimetype != "application/x-www-form-urlencoded":
+        raise UnsupportedContentType(f"send the form as application/x-www-form-urlencoded, not "
+                                     f"{request.mimetype or 'no content type'!r}")
+    raw = read_body(limit, setting) if has_body() else b""
+    return MultiDict(parse_qsl(raw.decode("utf-8", errors="replace"), keep_blank_values=True,
+                               max_num_fields=10_000))

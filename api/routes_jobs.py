@@ -28,10 +28,13 @@ def submit_post(body: s.PostIn) -> Response:
                                 status_url=url, duplicate=not created), 202, {"Location": url})
 
 
-@route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job and match result",
-       tag="posts", response=s.JobOut)
+@route("GET", "/v1/posts/<path:post_id>", summary="A submitted post's job, match result and review decisions",
+       tag="posts", response=s.PostOut)
 def get_post(post_id: str) -> Response:
-    return reply(job_out(services().jobs.get_post(post_id, g.api_key.tenant)))
+    tenant = g.api_key.tenant
+    job = job_out(services().jobs.get_post(post_id, tenant))
+    decisions = services().review.decisions_for(tenant, post_id)
+    return reply(s.PostOut.model_validate({**job.model_dump(), "decisions": decisions}))
 
 
 @route("POST", "/v1/verify", summary="Verify a claim (a job)", tag="jobs", body=s.VerifyIn,

@@ -6,6 +6,7 @@ workers as a job (``enqueue``).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -103,11 +104,25 @@ def _is_json(mimetype: str) -> bool:
                                               and mimetype.endswith("+json"))
 
 
-def read_json(model: type[BaseModel]) -> BaseModel:
+def read_json_bytes() -> bytes:
+    """The request's JSON body, unparsed (415 for another content type, 413 over the limit)."""
     if not _is_json(request.mimetype):
         raise UnsupportedMediaType(f"send the body as application/json, not "
                                    f"{request.mimetype or 'no content type'!r}")
-    raw = read_body(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
+    return read_body(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
+
+
+def read_json_value() -> Any:
+    """The request's JSON body parsed, for a route that validates it in the domain (400 when it
+    is not JSON)."""
+    try:
+        return json.loads(read_json_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"the body is not valid JSON: {str(exc)[:200]}") from None
+
+
+def read_json(model: type[BaseModel]) -> BaseModel:
+    raw = read_json_bytes()
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:

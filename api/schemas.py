@@ -18,6 +18,7 @@ from plugin.service.jobs import JobKind, JobStatus
 from plugin.models import (LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode,
                            no_control_chars)
 from plugin.service.webhooks import DeliveryStatus, Event
+from plugin.review.model import Action, Origin, ReviewStatus
 
 LangCode = Annotated[str, Field(pattern=LANG_CODE, description="ISO 639-1 code, e.g. 'en'")]
 Domain = Annotated[str, Field(min_length=1, max_length=253)]
@@ -224,6 +225,11 @@ class JobOut(Response):
     retry_in_s: float | None = None
 
 
+class PostOut(JobOut):
+    decisions: list[Decision] = Field(default_factory=list,
+                                      description="the review decisions on the post, oldest first")
+
+
 class PostIn(Request):
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
                     json_schema_extra={"pattern": PRINTABLE_ID},
@@ -337,3 +343,94 @@ class DeliveryOut(Response):
 
 class DeliveryList(Response):
     deliveries: list[DeliveryOut]
+
+
+# -- review -------------------------------------------------------------------------------------
+class DecisionIn(Request):
+    """One decision (``POST /v1/review/decisions`` takes one or a list). Checked whole by
+    ``plugin.review.desk.ReviewDesk.decide``; this model documents it."""
+
+    post_id: str = Field(min_length=1, max_length=512)
+    action: Action
+    factcheck_id: str | None = Field(
+        default=None, min_length=1, max_length=512,
+        description="confirm: a candidate (default: the top one); reject: a candidate (default: "
+                    "all); manual: any fact-check (required); the others take none")
+    note: str | None = Field(default=None, description="at most FACTSIEVE_REVIEW_NOTE_MAX_CHARS "
+                                                       "characters, stored verbatim (HTML is text)")
+    version: str | None = Field(
+        default=None, description="the item's version as read: a changed item is a 409 then; "
+                                  "without it only a decided item is (undo excepted)")
+
+
+class Signals(Response):
+    bm25_rank: int | None = None
+    knn_similarity: float | None = None
+    reranked: bool = False
+    rerank_score: float | None = None
+
+
+class Scored(Response):
+    """A candidate's place in its match: rank (1-based), fused score, calibrated confidence."""
+
+    rank: int | None = None
+    score: float | None = None
+    confidence: float | None = None
+
+
+class Candidate(Scored):
+    factcheck_id: str
+    claim: str | None = None
+    rating: str | None = None
+    publisher: str | None = None
+    date: str | None = None
+    url: str | None = None
+    lang: str | None = None
+    signals: Signals
+
+
+class Decision(Scored):
+    id: str
+    post_id: str
+    action: Action
+    actor: str
+    at: str
+    origin: Origin
+    factcheck_id: str | None = None
+    note: str | None = None
+    supersedes: str | None = None
+    from_status: ReviewStatus | None = None
+    to_status: ReviewStatus | None = None
+    config: str | None = None
+    versions: dict[str, Any] = Field(default_factory=dict)
+    signals: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReviewItem(Response):
+    post_id: str
+    text: str
+    lang: str | None = None
+    date: str | None = None
+    source_url: str | None = None
+    status: ReviewStatus
+    confidence: float | None = None
+    created_at: str
+    decided_at: str | None = None
+    decided_by: str | None = None
+    config: str | None = None
+    versions: dict[str, Any] = Field(default_factory=dict)
+    candidates: list[Candidate]
+    version: str = Field(description="send it back with a decision (optimistic concurrency)")
+    decisions: list[Decision] | None = None
+
+
+class ReviewQueue(Response):
+    items: list[ReviewItem]
+    next: str | None = Field(description="the cursor of the next page; null on the last")
+    counts: dict[str, dict[str, int]] = Field(
+        description="items per status, lang, confidence band and age band, each with the other "
+                    "filters applied")
+
+
+class DecisionsOut(Response):
+    decisions: list[Decision]

@@ -64,6 +64,9 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
         print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
         found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
         print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
+    from cli.desk import demo_desk
+
+    demo_desk(services, posts, "http://127.0.0.1:8000/desk/")
     if not args.no_verify:
         from cli.verify import demo_verification
 

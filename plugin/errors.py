@@ -144,6 +144,21 @@ class Conflict(FactSieveError):
     status, exit_code, title = 409, 2, "Conflict"
 
 
+class DecisionConflict(Conflict):
+    """A review item was decided by someone else first (or changed since the version the caller
+    read): the problem body carries that ``decision``, and ``recorded``, the batch's decisions
+    that did go through (a race found while writing; checks before writing record none)."""
+
+    def __init__(self, detail: str, *, decision: dict[str, Any] | None,
+                 recorded: list[dict[str, Any]] | None = None, **kw: Any) -> None:
+        super().__init__(detail, **kw)
+        self.decision = decision
+        self.recorded = recorded or []
+
+    def to_problem(self) -> dict[str, Any]:
+        return {**super().to_problem(), "decision": self.decision, "recorded": self.recorded}
+
+
 class Unauthorized(FactSieveError):
     status, exit_code, title = 401, 8, "Unauthorized"
 

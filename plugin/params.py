@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from plugin.errors import BadInput
 
-__all__ = ["MAX_DIGITS", "parse_int"]
+__all__ = ["MAX_DIGITS", "parse_float", "parse_int"]
 
 #: Longer strings are refused before ``int()`` sees them (it refuses 4,300+ digits itself).
 MAX_DIGITS = 18
@@ -29,3 +29,16 @@ def parse_int(name: str, raw: str, *, lo: int, hi: int) -> int:
             return value
     message = f"{name} must be an integer from {lo} to {hi}, got {raw[:40]!r}"
     raise BadInput(message, errors=[{"field": name, "message": message, "type": "int_parsing"}])
+
+
+def parse_float(name: str, raw: str, *, lo: float, hi: float) -> float:
+    """``raw`` as a decimal number (ASCII digits, one optional point) from ``lo`` to ``hi``;
+    ``BadInput`` naming ``name`` otherwise (``float()`` would take "nan", "inf" and "1e400")."""
+    whole, _, frac = raw.partition(".")
+    if (_is_integer(whole) or (whole in ("", "-") and frac)) and \
+            (not frac or (frac.isascii() and frac.isdigit() and len(frac) <= MAX_DIGITS)):
+        value = float(raw)
+        if lo <= value <= hi:
+            return value
+    message = f"{name} must be a number from {lo:g} to {hi:g}, got {raw[:40]!r}"
+    raise BadInput(message, errors=[{"field": name, "message": message, "type": "float_parsing"}])

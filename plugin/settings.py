@@ -153,6 +153,10 @@ class Settings(BaseSettings):
     #: ``X-Forwarded-For`` (the one the proxy appended) is used. Never set it without such a
     #: proxy: clients could then pick their own address.
     trust_x_forwarded_for: bool = False
+    #: A desk session (``/desk``, signed in with an API key) ends after this long without a
+    #: request; each request starts the time again. The session lives in Redis, so signing out or
+    #: revoking the key ends it at once.
+    desk_session_ttl_s: int = Field(default=8 * 3600, ge=60)
     #: Per tenant: at most this many jobs queued or running at once; the next is a 429
     #: (``plugin.service.admission``).
     tenant_max_active_jobs: int = Field(default=200, ge=1)
@@ -180,6 +184,14 @@ class Settings(BaseSettings):
     max_passages_per_request: int = Field(default=5000, ge=1)
     #: Alias of the OpenSearch index finished jobs are written to (``<jobs_index>-v1`` behind it).
     jobs_index: str = "factsieve-jobs"
+    #: Alias of the append-only decision log (``plugin.review``; ``<alias>-v1`` behind it).
+    decisions_index: str = "decisions"
+    #: Alias of the review queue: one item per (tenant, post) a worker matched.
+    review_index: str = "review"
+    #: The most decisions one ``POST /v1/review/decisions`` may carry.
+    review_bulk_max: int = Field(default=200, ge=1, le=10000)
+    #: The longest note a reviewer may attach to a decision, in characters.
+    review_note_max_chars: int = Field(default=2000, ge=0)
     #: How long jobs, posts and delivery logs stay in Redis (finished jobs stay in OpenSearch).
     job_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
     worker_concurrency: int = Field(default=2, ge=1, le=64)

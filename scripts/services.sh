@@ -293,6 +293,17 @@ redis_bin() {
   command -v redis-server
 }
 
+# Debian's chromium, which the desk's browser tests drive through playwright (tests/browser/):
+# installed like Redis, never downloaded by `playwright install`.
+chromium_bin() {
+  if ! command -v chromium >/dev/null; then
+    log "installing chromium with apt-get (for the desk's browser tests)"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
+  fi
+  command -v chromium
+}
+
 redis_up() {
   if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then log "Redis already running on 127.0.0.1:$REDIS_PORT"; return; fi
   local bin; bin="$(redis_bin)"
@@ -463,7 +474,7 @@ SEC_PORT="${FACTSIEVE_OS_SECURE_PORT:-9250}"
 SEC_HEAP="${FACTSIEVE_OS_SECURE_HEAP:-512m}"
 SEC_ENV="$SEC_DIR/secure.env"
 SEC_CERTS="$SEC_DIR/certs"
-SEC_PATTERNS="${FACTSIEVE_OS_SECURE_PATTERNS:-factchecks*,evidence*,factsieve-jobs*,fs-test-*,eval-*,lab-*,bench-*}"
+SEC_PATTERNS="${FACTSIEVE_OS_SECURE_PATTERNS:-factchecks*,evidence*,factsieve-jobs*,review*,decisions*,fs-test-*,eval-*,lab-*,bench-*}"
 SEC_SUBJ="/C=XX/O=FactSieve Local"
 SEC_DN="O=FactSieve Local,C=XX"
 
@@ -619,10 +630,10 @@ case "${2:-}" in
 esac
 
 case "${1:-}" in
-  fetch) fetch_opensearch; redis_bin >/dev/null ;;
+  fetch) fetch_opensearch; redis_bin >/dev/null; chromium_bin >/dev/null ;;
   up) if [ "$SECURE" = 1 ]; then secure_up
       elif [ "$NODES" -gt 1 ]; then cluster_up "$NODES"
-      else redis_up; llm_start; opensearch_up; llm_wait; write_env_file; fi ;;
+      else chromium_bin >/dev/null; redis_up; llm_start; opensearch_up; llm_wait; write_env_file; fi ;;
   down) if [ "$SECURE" = 1 ]; then secure_down
         elif [ "$NODES" -gt 1 ]; then cluster_down
         else opensearch_down; redis_down; llm_down; secure_down; rm -f "$ENV_OUT"; fi ;;

@@ -28,3 +28,12 @@ def job_sender(app: Any) -> Any:
                              priority=priority)
 
     return send
+
+
+def delivery_sender(app: Any) -> Any:
+    """Send one planned webhook delivery to its task under its own id (a re-run never sends
+    twice): the workers' handlers and ``Services.send_delivery`` (the review desk's events)."""
+    def send(delivery_id: str) -> Any:
+        return app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
+
+    return send

@@ -20,7 +20,7 @@ from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
 from workers.app import services_of
-from workers.names import DELIVER
+from workers.names import DELIVER, delivery_sender
 
 log = get_task_logger(__name__)
 
@@ -94,10 +94,7 @@ def process_post(self: Task, job_id: str) -> dict[str, Any]:
 
 def _delivery_sender(task: Task) -> Callable[[str], None]:
     """Enqueue one planned webhook delivery under its own id (so a re-run never sends twice)."""
-    def enqueue(delivery_id: str) -> None:
-        task.app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
-
-    return enqueue
+    return delivery_sender(task.app)  # type: ignore[no-any-return]
 
 
 @shared_task(bind=True, name=DELIVER, max_retries=None)

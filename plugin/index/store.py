@@ -247,10 +247,22 @@ class Store:
                 out[str(doc["_id"])] = doc
         return out
 
-    def put(self, index: str, doc_id: str, body: dict[str, Any], *, refresh: bool | str = False) -> None:
-        """Index (create or replace) one document."""
-        self._call(f"index {doc_id}", self.client.index, index=index, id=doc_id, body=body,
-                   refresh=refresh)
+    def put(self, index: str, doc_id: str, body: dict[str, Any], *, refresh: bool | str = False,
+            create: bool = False, if_seq_no: int | None = None,
+            if_primary_term: int | None = None) -> None:
+        """Index (create or replace) one document. ``create``: only if no document has the id
+        (``op_type=create``); ``if_seq_no``/``if_primary_term``: only over the version read.
+        Either refused is ``Conflict``, nothing written."""
+        params: dict[str, Any] = {"op_type": "create"} if create else {}
+        if if_seq_no is not None:
+            params.update(if_seq_no=if_seq_no, if_primary_term=if_primary_term)
+        try:
+            self._call(f"index {doc_id}", self.client.index, index=index, id=doc_id, body=body,
+                       refresh=refresh, **params)
+        except BackendError as exc:
+            if isinstance(exc.__cause__, osx.ConflictError):
+                raise Conflict(f"{doc_id[:200]} exists or changed since it was read") from exc
+            raise
 
     def delete(self, index: str, doc_id: str, *, noun: str = "document",
                if_seq_no: int | None = None, if_primary_term: int | None = None) -> None:

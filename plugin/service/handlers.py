@@ -99,15 +99,21 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post (with its filters and rerank budget, when it gives them), then plan and
-    enqueue a ``post.matched`` delivery for every subscription whose filters it passes and whose
-    threshold its best match clears."""
+    """Match a post (with its filters and rerank budget, when it gives them), record its review
+    item (``plugin.review``; none without matches), then plan and enqueue a ``post.matched``
+    delivery for every subscription whose filters it passes and whose threshold its best match
+    clears."""
     post = job["input"]["post"]
+    tenant = job.get("tenant", DEFAULT_TENANT)
     matcher = services.matcher(job["input"].get("config"))
-    result = matcher.match(MatchRequest.from_mapping(post)).to_dict()
+    matched = matcher.match(MatchRequest.from_mapping(post))
+    result = matched.to_dict()
     best = best_score(result["matches"])
+    # the review item first: a post whose item could not be written is retried, not delivered
+    services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
+                                post.get("url"), result, matcher.versions(matched))
     deliveries = []
-    for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):
+    for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):
             did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result},
                                          dedupe_key=post["id"])

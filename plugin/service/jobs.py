@@ -29,7 +29,7 @@ from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
-from plugin.index.bodies import load_template, render
+from plugin.index.templates import ensure_plain_index, install_plain_index, plain_index_bodies
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,7 @@ def fingerprint(obj: dict[str, Any]) -> str:
 
 def jobs_index_bodies(alias: str, replicas: int) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
     """``(template name, template body, first index, its create body)`` for the jobs index (pure)."""
-    body = render(load_template("jobs.index_template"), {"alias": alias, "replicas": replicas})
-    return f"factsieve-{alias}", body, f"{alias}-v1", {"aliases": {alias: {}}}
+    return plain_index_bodies("jobs", alias, replicas)
 
 
 class JobStore:
@@ -142,30 +141,16 @@ class JobStore:
 
     # -- the OpenSearch side ---------------------------------------------------------------------
     def ensure_index(self) -> None:
-        """The jobs alias present with every field of the current mapping, once per process.
-        Writes only what is missing (``install`` does it all), so the runtime identity of a
-        secured cluster, which may not install anything, passes once ``factsieve init`` ran."""
-        if self._index_ready:
-            return
-        _, template, _, _ = jobs_index_bodies(self.alias, self.replicas)
-        if not self.store.alias_indices(self.alias):
-            self.install()
-            return
-        wanted = template["template"]["mappings"]["properties"]
-        have = self.store.mapping_properties(self.alias)
-        if set(wanted) - set(have):  # an index made by an older version (strict mapping)
-            self.store.put_mapping(self.alias, {"properties": wanted})
-        self._index_ready = True
+        """The jobs alias present with every field of the current mapping, once per process
+        (``plugin.index.templates.ensure_plain_index``)."""
+        if not self._index_ready:
+            ensure_plain_index(self.store, "jobs", self.alias, self.replicas)
+            self._index_ready = True
 
     def install(self) -> None:
         """Install the jobs template and create ``<alias>-v1`` behind the alias; idempotent
         (``factsieve init``; the admin identity on a secured cluster)."""
-        name, template, first, create = jobs_index_bodies(self.alias, self.replicas)
-        self.store.put_index_template(name, template)
-        if not self.store.alias_indices(self.alias):
-            self.store.create_index_if_missing(first, create)
-        else:  # an index made by an older version gets the fields added since (strict mapping)
-            self.store.put_mapping(self.alias, {"properties": template["template"]["mappings"]["properties"]})
+        install_plain_index(self.store, "jobs", self.alias, self.replicas)
         self._index_ready = True
 
     # -- Redis ---------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ class Services:
         #: hands a job to its Celery task (``workers.app.create_celery`` sets it): how the job
         #: store sends a waiting job once its tenant has a free dispatch slot
         self.send_job: Callable[[dict[str, Any], int], Any] | None = None
+        #: sends a planned webhook delivery to its Celery task (``create_celery`` sets it too):
+        #: how the review desk's decision events leave the API process
+        self.send_delivery: Callable[[str], Any] | None = None
 
     def _get(self, name: str, build: Any) -> Any:
         part = self._parts.get(name)
@@ -62,20 +65,24 @@ class Services:
 
     def install(self) -> dict[str, Any]:
         """What ``factsieve init`` sets up, idempotently, with the admin identity: the index
-        templates and the fact-check, evidence and jobs aliases with their first indexes, the
-        fusion pipelines, and the hosted model with its ingest pipeline and search template.
-        After it the runtime identity only reads and writes documents."""
+        templates and the fact-check, evidence, jobs, review queue and decision log aliases with
+        their first indexes, the fusion pipelines, and the hosted model with its ingest pipeline
+        and search template. After it the runtime identity only reads and writes documents."""
         from plugin.evidence import evidence_spec
-        from plugin.index.templates import install_index, template_bodies
+        from plugin.index.templates import install_index, install_plain_index, template_bodies
 
         svc = self.admin()
         spec = svc.index_spec()
         index = svc._index = install_index(svc.store, spec)
         evidence = install_index(svc.store, evidence_spec(svc.settings, svc.embedder))
         svc.jobs.install()
+        review = [install_plain_index(svc.store, kind, alias, svc.settings.index_replicas)
+                  for kind, alias in (("review", svc.settings.review_index),
+                                      ("decisions", svc.settings.decisions_index))]
         return {"alias": spec.alias, "index": index, "embedding_model": spec.model,
                 "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
                 "evidence_index": evidence, "jobs_index": svc.settings.jobs_index,
+                "review_index": review[0], "decisions_index": review[1],
                 "search_pipelines": svc.install_search_pipelines(),
                 "hosted_model": svc.host_model()}
 
@@ -105,6 +112,23 @@ class Services:
     @property
     def webhooks(self) -> WebhookStore:
         return self._get("webhooks", lambda: WebhookStore(self.kv, self.settings))
+
+    @property
+    def review(self) -> Any:
+        """The review queue and decision log (``plugin.review.desk.ReviewDesk``): manual
+        searches use the default matcher; decisions send their webhooks through
+        ``send_delivery``."""
+        from plugin.review.desk import ReviewDesk
+        from plugin.review.events import notifier
+
+        return self._get("review", lambda: ReviewDesk(
+            self.store, self.settings, matcher=self.matcher,
+            notify=notifier(self.webhooks, self._send_delivery)))
+
+    def _send_delivery(self, delivery_id: str) -> Any:
+        if self.send_delivery is None:
+            raise BackendUnavailable("this process has no queue to send webhook deliveries to")
+        return self.send_delivery(delivery_id)
 
     def config(self, name: str | None = None) -> RetrievalConfig:
         """A named retrieval configuration (the settings' default when ``None``), read once."""

@@ -1,11 +1,6 @@
 """Webhook subscriptions and signed, retried, logged deliveries.
 
-Signing follows the Stripe/GitHub convention: ``X-FactSieve-Signature: sha256=<hex
-HMAC-SHA256(secret, "<timestamp>.<raw body>")>`` with the Unix ``X-FactSieve-Timestamp`` inside
-the MAC, so a receiver can refuse replays outside a tolerance. While a rotated secret overlaps
-its predecessor the header carries one signature per valid secret, newest first and comma
-separated (``sha256=<new>,sha256=<old>``); a receiver accepts the request when any of them
-matches (``verify_signature`` does). Deliveries are at least once: every attempt of one
+Signing (headers, HMAC, rotation overlap) is ``plugin.service.signing``. Deliveries are at least once: every attempt of one
 delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop the rare duplicate
 left by a worker killed between sending and recording.
 
@@ -16,7 +11,7 @@ URL's origin (scheme, host and port, exactly) is listed in ``FACTSIEVE_WEBHOOK_A
 never FactSieve's own OpenSearch, Redis or LLM endpoint, listed or not. The attempt then
 connects to exactly the address that was checked, so a name with a zero TTL cannot pass the
 check with one address and connect to another; the Host header, the TLS server name and the
-certificate check still use the URL's host. Redirects are not followed, since a redirect could point anywhere.
+certificate check still use the URL's host. Redirects are not followed (they could point anywhere).
 
 Receivers are not trusted: one deadline covers connecting, sending and reading together, at
 most ``MAX_RESPONSE_BYTES`` of a body are read (and never decompressed), and a receiver that is
@@ -25,13 +20,11 @@ too slow or breaks the protocol leaves a failed attempt that says why.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
@@ -46,22 +39,16 @@ from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
 from plugin.settings import Settings
+# signing lives in ``signing``; re-exported here, where callers and tests have always found it
+from plugin.service.signing import (DELIVERY_HEADER, EVENT_HEADER, MAX_SECRET_OVERLAP_S,  # noqa: F401
+                                    MAX_SIGNATURES, SECRET_MAX_CHARS, SECRET_MIN_CHARS,
+                                    SECRET_OVERLAP_S, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+                                    check_secret, delivery_headers, rotated, sign,
+                                    signature_header, signing_secrets, verify_signature)
 
-SIGNATURE_HEADER = "X-FactSieve-Signature"
-TIMESTAMP_HEADER = "X-FactSieve-Timestamp"
-DELIVERY_HEADER = "X-FactSieve-Delivery"
-EVENT_HEADER = "X-FactSieve-Event"
 
 #: Subscriptions one owner (a tenant) may hold (the whole deployment, for subscriptions without one).
 MAX_SUBSCRIPTIONS_PER_OWNER = 100
-#: How long the secret a rotation replaced still signs deliveries, so receivers can switch over.
-SECRET_OVERLAP_S = 24 * 3600
-#: The longest overlap a rotation may ask for: two valid secrets should be a short transition.
-MAX_SECRET_OVERLAP_S = 30 * 24 * 3600
-#: Secret lengths, as the API's ``WebhookIn`` allows them.
-SECRET_MIN_CHARS, SECRET_MAX_CHARS = 16, 256
-#: Signatures a receiver looks at in one header (two during a rotation; the rest is ignored).
-MAX_SIGNATURES = 8
 
 
 class Event(str, Enum):
@@ -69,84 +56,18 @@ class Event(str, Enum):
     POST_MATCHED = "post.matched"
     #: a verification job finished (every subscription to it whose languages include the claim's)
     CLAIM_VERIFIED = "claim.verified"
+    #: a reviewer's decision (plugin.review)
+    MATCH_CONFIRMED = "match.confirmed"
+    MATCH_REJECTED = "match.rejected"
 
 
 # -- pure functions ---------------------------------------------------------------------------
-def sign(secret: str, timestamp: int | str, body: bytes) -> str:
-    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode("ascii") + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
-
-
-def signature_header(secrets_: Iterable[str], timestamp: int | str, body: bytes) -> str:
-    """One signature per valid secret, newest first, comma separated.
-
-    A list in the one header, rather than a second header, keeps a single place to look and
-    the same shape with one secret (the usual case: exactly ``sha256=<hex>``, as before); the
-    ``sha256=`` prefix on each entry leaves room for another algorithm later, as Stripe's
-    repeated ``v1=`` entries do."""
-    return ",".join(sign(s, timestamp, body) for s in secrets_)
-
-
-def verify_signature(secret: str, body: bytes, timestamp: str | None, signature: str | None, *,
-                     now: float | None = None, tolerance_s: int = 300) -> bool:
-    """What a receiver runs: the timestamp is recent and one of the header's signatures matches
-    (constant time). Anything malformed, non-ASCII included, is simply not a match."""
-    if not timestamp or not signature or not timestamp.isascii() or not timestamp.isdigit():
-        return False
-    if len(timestamp) > 15:  # no Unix time is that long; int() of 4,300+ digits even raises
-        return False
-    current = time.time() if now is None else now
-    if abs(current - int(timestamp)) > tolerance_s:
-        return False
-    expected = sign(secret, timestamp, body).encode("ascii")
-    matched = False
-    for candidate in signature.split(",")[:MAX_SIGNATURES]:
-        candidate = candidate.strip()
-        if candidate.isascii():
-            matched |= hmac.compare_digest(expected, candidate.encode("ascii"))
-    return matched
 
 
 def backoff_delay(failed_attempts: int, base_s: float, max_s: float) -> float:
     """Seconds before the next attempt after ``failed_attempts`` failures: base, 2·base, 4·base …
     capped at ``max_s``."""
     return float(min(max_s, base_s * (2 ** max(0, failed_attempts - 1))))
-
-
-def check_secret(secret: str) -> str:
-    """A signing secret a caller chose: long enough to resist guessing. The same bounds as the
-    API's ``WebhookIn``, so the store holds to them for callers that skip the API too."""
-    if not SECRET_MIN_CHARS <= len(secret) <= SECRET_MAX_CHARS:
-        raise BadInput(f"a webhook secret has {SECRET_MIN_CHARS} to {SECRET_MAX_CHARS} "
-                       f"characters, not {len(secret)}")
-    return secret
-
-
-def signing_secrets(subscription: dict[str, Any], now: float) -> list[str]:
-    """The secrets a delivery is signed with at ``now``: the current one, then the one a rotation
-    replaced until its overlap ends."""
-    out = [subscription["secret"]]
-    previous = subscription.get("previous_secret")
-    if previous and now < subscription.get("previous_secret_expires_at", 0):
-        out.append(previous)
-    return out
-
-
-def rotated(subscription: dict[str, Any], new_secret: str, now: float,
-            overlap_s: float) -> dict[str, Any]:
-    """The subscription after a rotation to ``new_secret``: the current secret stays valid for
-    ``overlap_s`` more seconds. A secret older than that is dropped, even mid-overlap: two valid
-    secrets at most, so rotating twice quickly retires the oldest at once."""
-    if not 0 <= overlap_s <= MAX_SECRET_OVERLAP_S:
-        raise BadInput(f"a secret overlap is 0 to {MAX_SECRET_OVERLAP_S} seconds, not {overlap_s}")
-    out = {k: v for k, v in subscription.items()
-           if k not in ("previous_secret", "previous_secret_expires_at")}
-    out["secret"] = new_secret
-    out["rotated_at"] = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="milliseconds")
-    if overlap_s > 0:
-        out["previous_secret"] = subscription["secret"]
-        out["previous_secret_expires_at"] = int(now + overlap_s)
-    return out
 
 
 def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | None:
@@ -166,14 +87,14 @@ def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | N
 def wants(subscription: dict[str, Any], event: Event, lang: str | None,
           best_score: float | None) -> bool:
     """Whether a subscription receives an event for a post in ``lang`` whose best match scored
-    ``best_score`` (``None``: no match at all, which ``post.matched`` never delivers)."""
+    ``best_score`` (``None``: no match, which ``post.matched`` never delivers)."""
     if event.value not in subscription["events"]:
         return False
     languages = subscription.get("languages")
     if languages and lang not in languages:
         return False
-    if event is Event.CLAIM_VERIFIED:
-        return True  # a verdict has no match score: min_score is for post.matched
+    if event is not Event.POST_MATCHED:
+        return True  # no match score: min_score is for post.matched
     if best_score is None:
         return False
     min_score = subscription.get("min_score")
@@ -181,17 +102,9 @@ def wants(subscription: dict[str, Any], event: Event, lang: str | None,
 
 
 def delivery_id(subscription_id: str, event: Event, dedupe_key: str) -> str:
-    """Deterministic, so planning the same delivery twice (a redelivered task) is a no-op."""
+    """Deterministic: planning one delivery twice (a redelivered task) is a no-op."""
     digest = hashlib.sha256(f"{subscription_id}\x1f{event.value}\x1f{dedupe_key}".encode()).hexdigest()
     return "dlv_" + digest[:24]
-
-
-def delivery_headers(event: str, did: str, timestamp: str, signature: str) -> dict[str, str]:
-    """Request headers of one attempt. ``Accept-Encoding: identity`` asks for a body we never
-    have to decompress (we would not anyway); ``Connection: close``: one connection an attempt."""
-    return {"Content-Type": "application/json", "User-Agent": "FactSieve-Webhooks/1",
-            "Accept-Encoding": "identity", "Connection": "close", EVENT_HEADER: event,
-            DELIVERY_HEADER: did, TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: signature}
 
 
 # -- state in Redis ------------------------------------------------------------------------------

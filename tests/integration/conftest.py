@@ -41,6 +41,7 @@ def namespaced(settings, tag: str, **extra: Any):
         "webhook_timeout_s": 2.0, "webhook_max_attempts": 3, "webhook_backoff_s": 0.2,
         "webhook_backoff_max_s": 1.0, "broker_visibility_timeout_s": 4, "task_max_retries": 2,
         "task_time_limit_s": 120, "evidence_index": f"fs-test-ev-{tag}",
+        "review_index": f"fs-test-review-{tag}", "decisions_index": f"fs-test-dec-{tag}",
         "llm_url": settings.llm_url or LOCAL_LLM, **extra})
 
 
@@ -66,7 +67,8 @@ def cleanup_deployment(settings, store) -> None:
     from plugin.service.kv import KV
 
     KV(settings).delete_namespace()
-    for alias in (settings.index, settings.jobs_index, settings.evidence_index):
+    for alias in (settings.index, settings.jobs_index, settings.evidence_index,
+                  settings.review_index, settings.decisions_index):
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
 

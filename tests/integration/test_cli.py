@@ -6,9 +6,10 @@ import re
 import pytest
 
 from plugin.errors import NotFound
+from plugin.settings import Settings
 
 from cli.main import main
-from tests.integration.conftest import LOCAL_LLM
+from tests.integration.conftest import LOCAL_LLM, wait_for
 from tests.conftest import FIXTURES, ROOT, SAMPLES
 
 pytestmark = pytest.mark.integration
@@ -24,7 +25,14 @@ def cli_alias(make_alias, monkeypatch, store):
     # init also makes the evidence and jobs aliases: the test's own, deleted with it
     monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
     monkeypatch.setenv("FACTSIEVE_JOBS_INDEX", make_alias())
+    # the demo queues its posts for the desk: review items, jobs and a key, all the test's own
+    monkeypatch.setenv("FACTSIEVE_REVIEW_INDEX", make_alias())
+    monkeypatch.setenv("FACTSIEVE_DECISIONS_INDEX", make_alias())
+    monkeypatch.setenv("FACTSIEVE_REDIS_PREFIX", alias)
     yield alias
+    from plugin.service.kv import KV
+
+    KV(Settings()).delete_namespace()
     for path in (f"/_scripts/{alias}-match", f"/_ingest/pipeline/{alias}-embed"):
         try:
             store.request("cleanup", "DELETE", path)
@@ -279,10 +287,25 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
         assert d["latency_ms"]["p50"] > 0 and d["throughput"]["errors"] == 0
 
 
-def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder):
+def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
     code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10", "--no-verify")
     assert code == 0
     assert out.count("known fact-check: found at rank") == 3, out
+    # and the sample posts wait in the desk's queue, with a key to sign in with
+    assert "the desk: http://127.0.0.1:8000/desk/  (3 sample posts newly queued" in out, out
+    key = re.search(r"sign in with the key (\S+)", out).group(1)
+    from plugin.service.services import Services
+
+    services = Services(Settings(), store=store, embedder=embedder)
+    reviewer = services.keys.authenticate(key)
+    assert reviewer.name == "demo reviewer" and reviewer.scope.value == "write"
+    def queued() -> dict | None:
+        page = services.review.queue(reviewer.tenant)
+        return page if len(page["items"]) == 3 else None
+
+    queue = wait_for(queued, what="the demo's review items (searchable after a refresh)")
+    assert {i["post_id"] for i in queue["items"]} == {"demo-1", "demo-2", "demo-3"}
+    assert all(i["candidates"] for i in queue["items"])
 
 
 def demo_steps() -> list[list[str]]:

@@ -130,6 +130,9 @@ def test_init_with_the_admin_identity_installs_everything(installed, services, s
     assert installed["index"] == f"{secured.index}-v1"
     assert installed["evidence_index"] == f"{secured.evidence_index}-v1"
     assert admin.alias_indices(secured.jobs_index) == [f"{secured.jobs_index}-v1"]
+    assert installed["review_index"] == secured.review_index
+    for alias in (secured.review_index, secured.decisions_index):
+        assert admin.alias_indices(alias) == [f"{alias}-v1"]
     assert installed["search_pipelines"], "neural-search is on the secured node too"
     assert services.install()["index"] == installed["index"]  # idempotent
 
@@ -150,6 +153,12 @@ def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secur
     job, _ = runtime.jobs.create(JobKind.VERIFY, {"claim": "x"})
     runtime.jobs.finish(job["id"], {"ok": True})
     assert runtime.store.get(secured.jobs_index, job["id"])["status"] == "succeeded"
+
+    # the review queue and the decision log: conditional item writes and log appends
+    runtime.review.record_item("default", "p-secured", "5G masts spread the coronavirus", "en", None,
+                               None, result.to_dict(), runtime.matcher().versions(result))
+    (decision,) = runtime.review.decide("default", "ana", [{"post_id": "p-secured", "action": "confirm"}])
+    assert runtime.review.item("default", "p-secured")["decisions"] == [decision]
 
     with pytest.raises(BackendError, match="refused"):
         runtime.store.delete_index(installed["index"])

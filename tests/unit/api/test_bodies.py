@@ -5,8 +5,8 @@ import pytest
 from flask import Flask
 from werkzeug.wsgi import LimitedStream
 
-from api.bodies import read_body, read_limited
-from plugin.errors import ContentTooLarge
+from api.bodies import read_body, read_form, read_limited
+from plugin.errors import ContentTooLarge, UnsupportedContentType
 
 
 @pytest.mark.parametrize("size, chunk", [(0, 4), (9, 4), (10, 4), (10, 100)])
@@ -60,6 +60,22 @@ def test_read_body_whole_or_413_with_content_length_and_chunked(chunked):
         read_body(100, "FACTSIEVE_X")
     with _request(app, b"y" * 5000, chunked=chunked), pytest.raises(ContentTooLarge):
         read_body(100, "FACTSIEVE_X")
+
+
+def test_read_form_decodes_fields_within_the_limit():
+    app = Flask(__name__)
+    form = "application/x-www-form-urlencoded"
+    with app.test_request_context("/", method="POST", data=b"a=1&b=&a=%3Cx%3E&c=%FF", content_type=form):
+        got = read_form(100, "FACTSIEVE_X")
+        assert got.getlist("a") == ["1", "<x>"] and got["b"] == "" and got["c"] == "\ufffd"
+    with app.test_request_context("/", method="POST"):
+        assert not read_form(100, "FACTSIEVE_X")
+    with app.test_request_context("/", method="POST", data=b"a=" + b"y" * 200, content_type=form), \
+            pytest.raises(ContentTooLarge, match="FACTSIEVE_X"):
+        read_form(100, "FACTSIEVE_X")
+    with app.test_request_context("/", method="POST", data=b"{}", content_type="application/json"), \
+            pytest.raises(UnsupportedContentType, match="x-www-form-urlencoded"):
+        read_form(100, "FACTSIEVE_X")
 
 
 def test_no_other_module_reads_a_request_body():

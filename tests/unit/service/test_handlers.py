@@ -15,11 +15,23 @@ class FakeMatcher:
         self.requests.append(req)
         return MatchResult(lang="en", matches=[], took_ms=1.0, config="t")
 
+    def versions(self, result):
+        return {"retrieval_config": result.config}
+
+
+class FakeReview:
+    def __init__(self):
+        self.items = []
+
+    def record_item(self, *args):
+        self.items.append(args)
+
 
 class FakeServices:
     def __init__(self):
         self.matcher_ = FakeMatcher()
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
+        self.review = FakeReview()
 
     def matcher(self, config=None, **kw):
         return self.matcher_
@@ -34,3 +46,8 @@ def test_the_post_handler_passes_filters_and_budget_through():
     assert services.matcher_.requests == [MatchRequest(
         text="5G spreads covid", lang="en", date=date(2021, 3, 1), mode=Mode.CROSS, k=4, within_days=30,
         allow=("snopes.com",), deny=("x.com",), rerank_budget_ms=90.0)]
+    # the review desk gets the post, its match and the versions behind it (it keeps none
+    # without matches: ``ReviewDesk.record_item``)
+    (item,) = services.review.items
+    assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
+    assert item[6]["matches"] == [] and item[7] == {"retrieval_config": "t"}

@@ -1,0 +1,178 @@
+"""What the desk's pages show and what their forms mean, as pure functions.
+
+The filters of the queue page (language, confidence band, age) become ``ReviewDesk.queue``
+arguments here; the buttons of an item (``choice``) and the bulk form become decision records;
+a candidate's signals become the one line that says why it matched. Bad values are a
+``BadInput`` naming the field and the values it takes, like the API's.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from plugin.errors import BadInput
+
+#: Review states, in the order the page lists them.
+PENDING = "pending"
+DECIDED = ("confirmed", "rejected", "no_match", "not_a_claim")
+STATUSES = (PENDING, *DECIDED)
+STATUS_LABELS = {"pending": "Pending", "confirmed": "Confirmed", "rejected": "Rejected",
+                 "no_match": "None of these", "not_a_claim": "Not a claim"}
+#: Confidence bands: ``(min, max)``, either open.
+CONFIDENCE = {"high": (0.8, None), "medium": (0.5, 0.8), "low": (None, 0.5)}
+CONFIDENCE_LABELS = {"high": "High (≥ 0.8)", "medium": "Medium (0.5–0.8)", "low": "Low (< 0.5)"}
+#: Age filters: items created within this long (the bands ``plugin.review.queries`` counts).
+AGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+AGE_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days"}
+SORTS = ("newest", "oldest", "confidence")
+#: Actions a button may ask for (``choice`` is ``action`` or ``action:factcheck_id``).
+ACTIONS = ("confirm", "reject", "none", "not_a_claim", "manual", "undo")
+NEEDS_FACTCHECK = ("confirm", "manual")
+#: Keys ``1``–``5`` confirm the first five candidates.
+KEYED_CANDIDATES = 5
+
+
+def _one_of(field: str, value: str, valid: Any) -> str:
+    if value not in valid:
+        raise BadInput(f"unknown {field} {value[:80]!r}; valid: {', '.join(valid)}")
+    return value
+
+
+def queue_args(args: Mapping[str, str], now: datetime, *, status: str = PENDING) -> dict[str, Any]:
+    """``ReviewDesk.queue`` keyword arguments from the page's query string (``lang``,
+    ``confidence``, ``age``, ``sort``, ``cursor``, ``status``); empty values mean no filter."""
+    out: dict[str, Any] = {"status": _one_of("status", args.get("status") or status, STATUSES),
+                           "sort": _one_of("sort", args.get("sort") or "newest", SORTS)}
+    lang = (args.get("lang") or "").strip().lower()
+    if lang:
+        if not (2 <= len(lang) <= 8 and lang.replace("-", "").isalpha()):
+            raise BadInput(f"invalid language {lang[:20]!r}: an ISO 639-1 code such as 'en'")
+        out["lang"] = lang
+    band = args.get("confidence") or ""
+    if band:
+        out["min_confidence"], out["max_confidence"] = CONFIDENCE[_one_of("confidence", band, CONFIDENCE)]
+    age = args.get("age") or ""
+    if age:
+        out["since"] = (now - AGES[_one_of("age", age, AGES)]).isoformat(timespec="seconds")
+    if args.get("cursor"):
+        out["cursor"] = args["cursor"]
+    return out
+
+
+def filter_state(args: Mapping[str, str]) -> dict[str, str]:
+    """The filters as the page's links keep them (no cursor: a new filter starts at the top)."""
+    return {k: args[k] for k in ("status", "lang", "confidence", "age", "sort") if args.get(k)}
+
+
+def parse_choice(choice: str | None) -> tuple[str, str | None]:
+    """``"confirm:fc-1"`` → ``("confirm", "fc-1")``; ``"none"`` → ``("none", None)``. The fact-check
+    id is everything after the first colon (ids may contain colons)."""
+    action, _, factcheck_id = (choice or "").partition(":")
+    _one_of("action", action, ACTIONS)
+    if action in NEEDS_FACTCHECK and not factcheck_id:
+        raise BadInput(f"action {action!r} needs a fact-check id ('{action}:<id>')")
+    if action not in NEEDS_FACTCHECK and factcheck_id:
+        raise BadInput(f"action {action!r} takes no fact-check id")
+    return action, factcheck_id or None
+
+
+def decision(post_id: str, choice: str | None, version: str | None, note: str | None = None) -> dict[str, Any]:
+    """One ``ReviewDesk.decide`` record from an item's form."""
+    if not post_id:
+        raise BadInput("the form names no post (post_id)")
+    action, factcheck_id = parse_choice(choice)
+    out: dict[str, Any] = {"post_id": post_id, "action": action}
+    if factcheck_id:
+        out["factcheck_id"] = factcheck_id
+    if version not in (None, ""):
+        out["version"] = _version(version)
+    if note and note.strip():
+        out["note"] = note.strip()
+    return out
+
+
+def _version(value: str) -> str:
+    """The item's version as the page got it (opaque to the page; ``ReviewDesk`` checks it)."""
+    if len(value) > 100:
+        raise BadInput(f"invalid item version {value[:20]!r}…: over 100 characters")
+    return value
+
+
+def bulk_decisions(post_ids: list[str], bulk: str | None, fields: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The bulk form's decisions: for each selected post, confirm its top candidate
+    (``top.<post_id>``) or reject all; each carries the item's version (``v.<post_id>``) so a
+    reviewer never overwrites what someone else decided since the page was drawn."""
+    _one_of("bulk action", bulk or "", ("confirm_top", "reject"))
+    if not post_ids:
+        raise BadInput("no items selected: tick the items (or 'select all visible') first")
+    out = []
+    for post_id in dict.fromkeys(post_ids):
+        if bulk == "confirm_top":
+            top = fields.get(f"top.{post_id}")
+            if not top:
+                raise BadInput(f"post {post_id[:80]!r} has no candidate to confirm")
+            item = {"post_id": post_id, "action": "confirm", "factcheck_id": top}
+        else:
+            item = {"post_id": post_id, "action": "reject"}
+        if fields.get(f"v.{post_id}"):
+            item["version"] = _version(fields[f"v.{post_id}"])
+        out.append(item)
+    return out
+
+
+def safe_url(url: Any) -> str | None:
+    """``url`` when it is an http(s) link, else ``None``: escaping does not make a
+    ``javascript:`` URL harmless in an ``href``."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    return url.strip() if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+
+
+def why_matched(signals: Mapping[str, Any] | None) -> str:
+    """One line: BM25 rank, kNN similarity, reranked or not (what the retrievers said)."""
+    signals = signals or {}
+    parts = []
+    bm25 = signals.get("bm25_rank")
+    parts.append(f"BM25 rank {bm25}" if bm25 is not None else "not found by BM25")
+    knn = signals.get("knn_similarity")
+    parts.append(f"kNN similarity {float(knn):.2f}" if knn is not None else "not found by kNN")
+    if signals.get("reranked"):
+        score = signals.get("rerank_score")
+        parts.append("reranked" + (f" (score {float(score):.2f})" if score is not None else ""))
+    else:
+        parts.append("not reranked")
+    return " · ".join(parts)
+
+
+def age_counts(bands: Mapping[str, int]) -> dict[str, int]:
+    """The age filters' counts from the queue's age bands (``day``: the last 24 hours, ``week``:
+    1 to 7 days old): the filters are cumulative, the bands are not."""
+    day, week = bands.get("day", 0), bands.get("week", 0)
+    return {"24h": day, "7d": day + week}
+
+
+def any_count(by_lang: Mapping[str, int]) -> int:
+    """What "any language" holds under the other filters: the languages' counts summed."""
+    return sum(by_lang.values())
+
+
+def confidence_text(value: Any) -> str:
+    return "unknown" if value is None else f"{float(value):.2f}"
+
+
+def short(text: str | None, n: int = 80) -> str:
+    """The start of ``text`` on one line (headings and labels)."""
+    one = " ".join((text or "").split())
+    return one if len(one) <= n else one[: n - 1].rstrip() + "…"
+
+
+def dom_id(post_id: str) -> str:
+    """A stable HTML id for a post's item (post ids may hold any character; CSS selectors not)."""
+    return "item-" + hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,108 @@
+"""Desk sessions: server-side, in Redis, behind a random token in a cookie.
+
+Signing in with an API key makes a session; the cookie holds only a random 256-bit token, and
+Redis holds the session under the token's SHA-256 (a copy of Redis gives no usable cookies, as
+``plugin.service.keys`` does for keys). A session ends after ``desk_session_ttl_s`` without a
+request (each request starts the time again), when its reviewer signs out, or when the API key it
+was made with is revoked (checked on every request, in the same round trip). Each session has
+its own CSRF token, which every state-changing request must echo (``csrf_ok``); no server
+secret is needed because nothing is signed, only compared.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from plugin.service.keys import ApiKey, Scope
+from plugin.service.kv import KV
+
+#: The session cookie, and the sign-in form's own token cookie (login CSRF, double submit).
+COOKIE = "fs_desk"
+SIGNIN_COOKIE = "fs_desk_signin"
+
+
+@dataclass(frozen=True)
+class DeskSession:
+    token: str
+    key_id: str
+    #: the API key's name: the actor of every decision made in this session
+    name: str
+    tenant: str
+    scope: Scope
+    csrf: str
+    created_at: str
+
+    @property
+    def may_decide(self) -> bool:
+        return self.scope.allows(Scope.WRITE)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def csrf_ok(expected: str | None, sent: str | None) -> bool:
+    """Whether ``sent`` is the session's CSRF token (pure; constant time). Empty never is."""
+    return bool(expected) and bool(sent) and hmac.compare_digest(expected.encode(), sent.encode())
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class SessionStore:
+    def __init__(self, kv: KV, ttl_s: int) -> None:
+        self.kv = kv
+        self.ttl_s = ttl_s
+
+    def _key(self, token: str) -> str:
+        return self.kv.key("desk-session", _digest(token))
+
+    def create(self, key: ApiKey) -> DeskSession:
+        session = DeskSession(token=new_token(), key_id=key.id, name=key.name, tenant=key.tenant,
+                              scope=key.scope, csrf=new_token(),
+                              created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        name = self._key(session.token)
+        pipe = self.kv.client.pipeline()
+        pipe.hset(name, mapping={"key_id": session.key_id, "name": session.name,
+                                 "tenant": session.tenant, "scope": session.scope.value,
+                                 "csrf": session.csrf, "created_at": session.created_at})
+        pipe.expire(name, self.ttl_s)
+        self.kv.call("create desk session", pipe.execute)
+        return session
+
+    def get(self, token: str | None) -> DeskSession | None:
+        """The live session of ``token`` (its idle time restarted), or ``None``: unknown, expired,
+        signed out, or made with a key that has since been revoked (then it is deleted)."""
+        if not token or len(token) > 100:
+            return None
+        name = self._key(token)
+        pipe = self.kv.client.pipeline()
+        pipe.hgetall(name)
+        pipe.expire(name, self.ttl_s)  # a no-op on a key that is gone
+        found, _ = self.kv.call("read desk session", pipe.execute)
+        if not found:
+            return None
+        if not self.kv.call("check api key", self.kv.client.hexists, self.kv.key("apikeys"), found["key_id"]):
+            self.kv.call("end desk session", self.kv.client.delete, name)
+            return None
+        return DeskSession(token=token, key_id=found["key_id"], name=found["name"],
+                           tenant=found["tenant"], scope=Scope(found["scope"]), csrf=found["csrf"],
+                           created_at=found["created_at"])
+
+    def flash(self, token: str, message: str) -> None:
+        """A message for the next page this session renders (after a redirect)."""
+        self.kv.call("desk flash", self.kv.client.hset, self._key(token), "flash", message[:500])
+
+    def pop_flash(self, token: str) -> str | None:
+        pipe = self.kv.client.pipeline()
+        pipe.hget(self._key(token), "flash")
+        pipe.hdel(self._key(token), "flash")
+        message, _ = self.kv.call("desk flash", pipe.execute)
+        return message or None
+
+    def end(self, token: str) -> None:
+        self.kv.call("end desk session", self.kv.client.delete, self._key(token))

@@ -1,0 +1,112 @@
+/* The desk's keyboard and focus handling (no build step; htmx does the requests).
+   j/k move between posts, 1-5 confirm candidate n, x none of these, n not a claim, r reject all,
+   u undo the last decision made on this page, / search for a manual match, Esc leaves a field.
+   A key only clicks a button the page shows, so a key does exactly what the button does. */
+(function () {
+  "use strict";
+  var last = null;      // id of the item decided last on this page (for u)
+  var inFlight = null;  // id of the item whose request is running
+
+  function items() { return Array.prototype.slice.call(document.querySelectorAll("article.item")); }
+
+  function current() {
+    var a = document.activeElement;
+    var it = a && a.closest ? a.closest("article.item") : null;
+    return it || document.querySelector("article.item.current") || items()[0] || null;
+  }
+
+  function focusItem(it) {
+    if (!it) { return; }
+    items().forEach(function (i) { i.classList.remove("current"); });
+    it.classList.add("current");
+    it.focus({preventScroll: true});
+    it.scrollIntoView({block: "nearest"});
+  }
+
+  function move(step) {
+    var all = items();
+    if (!all.length) { return; }
+    var i = all.indexOf(current());
+    focusItem(all[Math.max(0, Math.min(all.length - 1, i < 0 ? 0 : i + step))]);
+  }
+
+  function nextPending(after) {
+    var all = items(), i = all.indexOf(after);
+    for (var j = i + 1; j < all.length; j++) {
+      if (all[j].dataset.status === "pending") { return all[j]; }
+    }
+    return after;
+  }
+
+  function press(it, key) {
+    if (!it) { return false; }
+    var b = it.querySelector('button[data-key="' + key + '"]');
+    if (b && !b.disabled) { b.click(); return true; }
+    return false;
+  }
+
+  function say(text) {
+    var box = document.getElementById("messages");
+    if (box) { box.textContent = text; }
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) { return; }
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
+      if (e.key === "Escape" && t.closest("article.item")) { focusItem(t.closest("article.item")); }
+      return;
+    }
+    var it = current(), done = true;
+    switch (e.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "1": case "2": case "3": case "4": case "5":
+      case "x": case "n": case "r":
+        done = press(it, e.key); break;
+      case "u":
+        done = press(last ? document.getElementById(last) : null, "u") || press(it, "u"); break;
+      case "/":
+        var q = it && it.querySelector("input.q");
+        if (q) { q.focus(); } else { done = false; }
+        break;
+      default: done = false;
+    }
+    if (done) { e.preventDefault(); }
+  });
+
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var it = e.target.closest ? e.target.closest("article.item") : null;
+    inFlight = it && e.detail.requestConfig.verb === "post" ? it.id : null;
+  });
+
+  document.addEventListener("htmx:afterSettle", function (e) {
+    if (!inFlight) { return; }
+    var it = document.getElementById(inFlight);
+    var status = e.detail.xhr ? e.detail.xhr.status : 0;
+    inFlight = null;
+    if (!it) { return; }
+    var heading = it.querySelector("h2");
+    var label = it.querySelector(".badge.status");
+    if (status === 200 && it.dataset.status !== "pending") {
+      last = it.id;
+      say("Recorded: " + (label ? label.textContent : it.dataset.status) + " for " + (heading ? heading.textContent : "the post") + ". Press u to undo.");
+      focusItem(nextPending(it));
+    } else {
+      if (status === 200) { say("Undone: " + (heading ? heading.textContent : "the post") + " is pending again."); }
+      focusItem(it);
+    }
+  });
+
+  document.addEventListener("change", function (e) {
+    if (e.target && e.target.id === "select-all") {
+      document.querySelectorAll("article.item input.select").forEach(function (c) { c.checked = e.target.checked; });
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!document.querySelector("main :focus") && document.querySelector("article.item")) {
+      document.querySelector("article.item").classList.add("current");
+    }
+  });
+})();

@@ -1,0 +1,287 @@
+"""The desk's routes: sign-in and sign-out, the queue, one item with its decision log, decisions
+one at a time and in bulk, and the manual search. htmx requests (``HX-Request``) get the piece
+of page they replace; plain form posts (no JavaScript) get a redirect back, so the page works
+without scripts too. Errors are pages (or pieces of page), never JSON, except to clients that
+do not take HTML, which get the API's problem+json.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    g,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from werkzeug.datastructures import MultiDict
+
+from api.bodies import read_form
+from api.desk import present as p
+from api.desk.sessions import (
+    COOKIE,
+    SIGNIN_COOKIE,
+    DeskSession,
+    SessionStore,
+    csrf_ok,
+    new_token,
+)
+from api.problems import problem_response, public_problem
+from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
+from plugin.service.keys import client_address
+from plugin.service.services import Services
+
+desk = Blueprint("desk", __name__, url_prefix="/desk", template_folder="templates",
+                 static_folder="static")
+
+#: Content-Security-Policy of every desk answer: scripts and styles only from the desk's own
+#: static files (no inline script, no eval), nothing framed, forms post only here.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+ORIGIN = "desk"
+
+
+def services() -> Services:
+    return current_app.extensions["factsieve"]  # type: ignore[no-any-return]
+
+
+def sessions() -> SessionStore:
+    svc = services()
+    return SessionStore(svc.kv, svc.settings.desk_session_ttl_s)
+
+
+def is_htmx() -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def form() -> MultiDict[str, str]:
+    """The POSTed form, read once through ``api.bodies`` (its size limit applies)."""
+    if "desk_form" not in g:
+        g.desk_form = read_form(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
+    return g.desk_form  # type: ignore[no-any-return]
+
+
+def session() -> DeskSession:
+    return g.desk  # type: ignore[no-any-return]
+
+
+# -- session, CSRF and headers, for every desk request ------------------------------------------
+@desk.before_request
+def load_session() -> Response | None:
+    g.desk = None
+    if request.endpoint in ("desk.static", "desk.signin", "desk.signin_post"):
+        return None
+    found = sessions().get(request.cookies.get(COOKIE))
+    if found is None:
+        return to_signin()
+    services().keys.hit(found.key_id)  # the desk counts against the key's rate limit like the API
+    g.desk = found
+    if request.method == "POST" and not csrf_ok(found.csrf, form().get("csrf_token")
+                                               or request.headers.get("X-CSRF-Token")):
+        raise Forbidden("the form's CSRF token is missing or does not belong to this session: "
+                        "reload the page and try again")
+    return None
+
+
+def to_signin() -> Response:
+    """Back to the sign-in page (no session, or it expired), keeping where the reviewer was."""
+    target = url_for("desk.signin", next=request.full_path.rstrip("?")
+                     if request.method == "GET" else None, expired=1 if request.cookies.get(COOKIE) else None)
+    if is_htmx():
+        resp = Response(status=401)
+        resp.headers["HX-Redirect"] = target
+    else:
+        resp = redirect(target, 303)
+    resp.delete_cookie(COOKIE, path="/desk")
+    return resp
+
+
+@desk.after_request
+def security_headers(resp: Response) -> Response:
+    resp.headers["Content-Security-Policy"] = CSP
+    resp.headers["X-Frame-Options"] = "DENY"
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "same-origin"
+    if request.endpoint != "desk.static":
+        resp.headers["Cache-Control"] = "no-store"
+        resp.headers["Vary"] = "Cookie, HX-Request"
+    return resp
+
+
+@desk.errorhandler(FactSieveError)
+def error_page(exc: FactSieveError) -> Response:
+    body = public_problem(exc.to_problem())
+    if not request.accept_mimetypes.accept_html and not is_htmx():
+        return problem_response(body)
+    if is_htmx():  # into the page's message area, whatever the request targeted
+        resp = make_response(render_template("_message.html", problem=body), body["status"])
+        resp.headers["HX-Retarget"] = "#messages"
+        resp.headers["HX-Reswap"] = "innerHTML"
+    else:
+        resp = make_response(render_template("error.html", problem=body), body["status"])
+    if exc.retry_after is not None:
+        resp.headers["Retry-After"] = str(int(exc.retry_after))
+    return resp
+
+
+@desk.context_processor
+def page_context() -> dict[str, Any]:
+    return {"desk_session": g.get("desk"), "p": p}
+
+
+# -- sign-in, sign-out --------------------------------------------------------------------------------
+def local_next(target: str | None) -> str:
+    """Where to go after signing in: a desk path only (never another site: ``//evil``)."""
+    if target and target.startswith("/desk") and not target.startswith("//") and "\\" not in target:
+        return target
+    return url_for("desk.queue")
+
+
+def set_cookie(resp: Response, name: str, value: str, max_age: int) -> None:
+    resp.set_cookie(name, value, max_age=max_age, path="/desk", httponly=True, samesite="Strict",
+                    secure=request.is_secure)
+
+
+def signin_form(error: str | None = None, status: int = 200) -> Response:
+    token = new_token()
+    expired = request.args.get("expired") == "1" and not error
+    resp = make_response(render_template("signin.html", signin_token=token, error=error, expired=expired,
+                                         next=local_next(request.args.get("next") or (form().get("next") if request.method == "POST" else None))), status)
+    set_cookie(resp, SIGNIN_COOKIE, token, 600)
+    return resp
+
+
+@desk.get("/signin")
+def signin() -> Response:
+    return signin_form()
+
+
+@desk.post("/signin")
+def signin_post() -> Response:
+    svc = services()
+    if not csrf_ok(request.cookies.get(SIGNIN_COOKIE), form().get("signin_token")):
+        raise Forbidden("the sign-in form expired or was not sent from this page: reload it and sign in again")
+    try:
+        key = svc.keys.authenticate((form().get("api_key") or "").strip() or None)
+    except Unauthorized as exc:
+        svc.keys.hit_unauthenticated(client_address(
+            request.remote_addr, request.headers.get("X-Forwarded-For"), svc.settings.trust_x_forwarded_for))
+        return signin_form(str(exc), 401)
+    created = sessions().create(key)
+    resp = redirect(local_next(form().get("next")), 303)
+    set_cookie(resp, COOKIE, created.token, svc.settings.desk_session_ttl_s)
+    resp.delete_cookie(SIGNIN_COOKIE, path="/desk")
+    return resp
+
+
+@desk.post("/signout")
+def signout() -> Response:
+    sessions().end(session().token)
+    resp = redirect(url_for("desk.signin"), 303)
+    resp.delete_cookie(COOKIE, path="/desk")
+    return resp
+
+
+# -- reading --------------------------------------------------------------------------------------------
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def render_queue(template: str, default_status: str) -> Response:
+    args = p.queue_args(request.args, now(), status=default_status)
+    page = services().review.queue(session().tenant, **args)
+    state = p.filter_state(request.args)
+    flash = sessions().pop_flash(session().token)
+    return make_response(render_template(
+        template, page=page, items=page.get("items", []), counts=page.get("counts", {}),
+        args=args, state=state, flash=flash,
+        next_url=(url_for(request.endpoint, **state, cursor=page["next"]) if page.get("next") else None),
+        here=request.full_path.rstrip("?")))
+
+
+@desk.get("/")
+def queue() -> Response:
+    return render_queue("queue.html", p.PENDING)
+
+
+@desk.get("/history")
+def history() -> Response:
+    return render_queue("history.html", p.DECIDED[0])
+
+
+@desk.get("/items/<path:post_id>")
+def item_page(post_id: str) -> Response:
+    found = services().review.item(session().tenant, post_id)
+    return make_response(render_template("item.html", item=found, here=request.full_path.rstrip("?"),
+                                         decisions=found.get("decisions", [])))
+
+
+@desk.get("/search")
+def search() -> Response:
+    post_id = request.args.get("post_id", "")
+    q = (request.args.get("q") or "").strip()
+    found = services().review.search_factchecks(session().tenant, q, k=10) if q else []
+    template = "_search.html" if is_htmx() else "search.html"
+    return make_response(render_template(template, results=found, q=q, post_id=post_id,
+                                         version=request.args.get("version", ""),
+                                         here=local_next(request.args.get("back"))))
+
+
+# -- deciding ---------------------------------------------------------------------------------------------
+def may_decide() -> None:
+    if not session().may_decide:
+        raise Forbidden(f"the key {session().name!r} has scope {session().scope.value!r}: it may read "
+                        "the queue, and deciding needs a write key")
+
+
+def conflict_message(exc: Conflict) -> str:
+    """What the page says on a 409: who decided the item first, and what."""
+    first = getattr(exc, "decision", None) or {}  # DecisionConflict carries the winning decision
+    if first.get("actor"):
+        what = p.STATUS_LABELS.get(first.get("to_status", ""), first.get("action", "decided"))
+        return (f"{first['actor']} already decided this item ({what}"
+                f"{' at ' + str(first['at']) if first.get('at') else ''}); "
+                f"your decision was not recorded. {exc.detail}")
+    return f"{exc.detail} Your decision was not recorded."
+
+
+@desk.post("/decide")
+def decide() -> Response:
+    may_decide()
+    fields = form()
+    record = p.decision(fields.get("post_id", ""), fields.get("choice"), fields.get("version"), fields.get("note"))
+    tenant, review = session().tenant, services().review
+    status, message = 200, None
+    try:
+        done = review.decide(tenant, session().name, [record], origin=ORIGIN)
+    except Conflict as exc:
+        status, message, done = 409, conflict_message(exc), []
+    if not is_htmx():
+        if message:
+            sessions().flash(session().token, message)
+        return redirect(local_next(fields.get("back")), 303)
+    fresh = review.item(tenant, record["post_id"])
+    resp = make_response(render_template("_item.html", item=fresh, conflict=message, just=done,
+                                         here=local_next(fields.get("back"))), status)
+    if done:
+        resp.headers["HX-Trigger"] = "desk-decided"
+    return resp
+
+
+@desk.post("/bulk")
+def bulk() -> Response:
+    may_decide()
+    records = p.bulk_decisions(form().getlist("post_id"), form().get("bulk"), form())
+    try:
+        done = services().review.decide(session().tenant, session().name, records, origin=ORIGIN)
+        verb = "confirmed the top candidate of" if form().get("bulk") == "confirm_top" else "rejected"
+        sessions().flash(session().token, f"You {verb} {len(done)} item{'s' if len(done) != 1 else ''}.")
+    except Conflict as exc:
+        sessions().flash(session().token, conflict_message(exc))
+    return redirect(local_next(form().get("back")), 303)

@@ -1,0 +1,356 @@
+"""``ReviewDesk``: the review queue and the decision log over ``Store``, for the API and the page.
+
+Each (tenant, post) a worker matched is one review item in the ``review`` alias. A decision is
+checked whole before anything is written (``decide``), then the items move with optimistic
+concurrency (``if_seq_no``/``if_primary_term``: a second reviewer's write over the same version
+fails, never overwrites) and the decisions are appended to the ``decisions`` alias with
+``op_type=create``, never updated. Tenants see only their own items: another tenant's item is
+"not found", not "forbidden", so its existence is not disclosed.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from plugin.errors import (BackendError, Conflict, ContentTooLarge, DecisionConflict,
+                           InvalidRequest, NotFound)
+from plugin.index.store import Store
+from plugin.index.templates import ensure_plain_index
+from plugin.review import queries as q
+from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, candidate,
+                                 candidates_of, decided_item, decision_record, item_record,
+                                 next_status, superseded, training_pairs)
+from plugin.settings import Settings
+
+#: what a decision may carry; anything else is a 422 naming the field
+DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
+#: (tenant, recorded decisions, the items they decided) → planned webhook deliveries
+Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]]], Any]
+
+
+def item_id(tenant: str, post_id: str) -> str:
+    """The review item's document id: one per (tenant, post), and no tenant can name another's."""
+    return "rv_" + hashlib.sha256(f"{tenant}\x1f{post_id}".encode()).hexdigest()[:32]
+
+
+def version_token(hit: Mapping[str, Any]) -> str:
+    """An item's version as the API shows it (opaque): its ``_seq_no`` and ``_primary_term``."""
+    return f"{hit['_seq_no']}:{hit['_primary_term']}"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _err(i: int, field: str, message: str, kind: str) -> dict[str, Any]:
+    return {"field": f"decisions[{i}].{field}", "message": message, "type": kind}
+
+
+class ReviewDesk:
+    """The review queue and decision log of every tenant (each call names its tenant)."""
+
+    def __init__(self, store: Store, settings: Settings, *,
+                 matcher: Callable[[], Any] | None = None, notify: Notify | None = None,
+                 clock: Callable[[], str] = now_iso) -> None:
+        self.store = store
+        self.settings = settings
+        self.items = settings.review_index
+        self.log = settings.decisions_index
+        #: the matcher manual matches search with (``Services.matcher``), built on first use
+        self._matcher = matcher
+        #: plans and sends the ``match.confirmed``/``match.rejected`` webhooks of recorded decisions
+        self.notify = notify
+        self.clock = clock
+        self._ready = False
+
+    def ensure(self) -> None:
+        """Both aliases present, once per process (``factsieve init`` installs them)."""
+        if not self._ready:
+            replicas = self.settings.index_replicas
+            ensure_plain_index(self.store, "review", self.items, replicas)
+            ensure_plain_index(self.store, "decisions", self.log, replicas)
+            self._ready = True
+
+    # -- items ----------------------------------------------------------------------------------
+    def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
+                    post_date: str | None, source_url: str | None, result: dict[str, Any],
+                    versions: dict[str, Any]) -> None:
+        """A pending item for a matched post (none without matches). A post matched again (a
+        resubmission, a redelivered job) refreshes a pending item's candidates and leaves a
+        decided one as its reviewer left it."""
+        cands = candidates_of(result.get("matches") or [], bool(result.get("reranked")))
+        if not cands:
+            return
+        self.ensure()
+        doc_id = item_id(tenant, post_id)
+        body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
+                           date=post_date, source_url=source_url, config=result.get("config"),
+                           versions=versions, candidates=cands, created_at=self.clock())
+        try:
+            self.store.put(self.items, doc_id, body, create=True)
+            return
+        except Conflict:
+            pass
+        found = self.store.mget(self.items, [doc_id], source=["status", "created_at"]).get(doc_id)
+        if found is None or found["_source"].get("status") != ReviewStatus.PENDING.value:
+            return
+        try:
+            self.store.put(self.items, doc_id, {**body, "created_at": found["_source"]["created_at"]},
+                           if_seq_no=found["_seq_no"], if_primary_term=found["_primary_term"])
+        except Conflict:
+            pass  # decided meanwhile: the reviewer's decision stands
+
+    def _hits(self, tenant: str, post_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``."""
+        self.ensure()
+        ids = {item_id(tenant, p): p for p in post_ids}
+        found = self.store.mget(self.items, list(ids), source=list(_ITEM_FIELDS))
+        return {ids[i]: h for i, h in found.items() if h["_source"].get("tenant") == tenant}
+
+    def item(self, tenant: str, post_id: str) -> dict[str, Any]:
+        """One item with its ``version`` (send it back with a decision) and its ``decisions``."""
+        hit = self._hits(tenant, [post_id]).get(post_id)
+        if hit is None:
+            raise NotFound(f"no review item for post {post_id[:200]!r}")
+        return {**_public(hit["_source"]), "version": version_token(hit),
+                "decisions": self.decisions_for(tenant, post_id)}
+
+    def queue(self, tenant: str, *, status: str | None = "pending", lang: str | None = None,
+              min_confidence: float | None = None, max_confidence: float | None = None,
+              since: str | None = None, sort: str = "newest", cursor: str | None = None,
+              limit: int = 50) -> dict[str, Any]:
+        """A page of the tenant's queue, ``{"items", "next", "counts"}``: ``next`` is the cursor
+        of the following page (``None`` on the last), ``counts`` the faceted counts
+        (``queries.counts_of``). ``status=None``: every state."""
+        if not 1 <= limit <= q.MAX_LIMIT:
+            raise InvalidRequest(f"limit: {limit} is not between 1 and {q.MAX_LIMIT}", errors=[
+                {"field": "limit", "message": f"must be 1 to {q.MAX_LIMIT}", "type": "range"}])
+        if min_confidence is not None and max_confidence is not None and min_confidence > max_confidence:
+            raise InvalidRequest("min_confidence is above max_confidence", errors=[
+                {"field": "min_confidence", "message": "above max_confidence", "type": "range"}])
+        since = _iso(since, "since") if since else None
+        body = q.queue_body(tenant, status=ReviewStatus.parse(status, "status") if status else None,
+                            lang=lang, min_confidence=min_confidence, max_confidence=max_confidence,
+                            since=since, sort=q.Sort.parse(sort),
+                            after=q.decode_cursor(cursor) if cursor else None, limit=limit)
+        self.ensure()
+        found = self.store.search(self.items, body)
+        hits = found["hits"]["hits"]
+        items = [{**_public(h["_source"]), "version": version_token(h)} for h in hits]
+        nxt = q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
+        return {"items": items, "next": nxt, "counts": q.counts_of(found["aggregations"])}
+
+    # -- decisions ------------------------------------------------------------------------------
+    def decisions_for(self, tenant: str, post_id: str) -> list[dict[str, Any]]:
+        """A post's decisions, oldest first (none: ``[]``)."""
+        self.ensure()
+        hits = self.store.search(self.log, q.decisions_body(tenant, post_id))["hits"]["hits"]
+        return [h["_source"] for h in hits]
+
+    def decide(self, tenant: str, actor: str, decisions: list[dict[str, Any]],
+               origin: str = "api") -> list[dict[str, Any]]:
+        """Record ``decisions`` (each ``{post_id, factcheck_id?, action, note?, version?}``).
+
+        Everything is checked before anything is written: the shape (422), the list's size (413),
+        unknown posts and fact-checks (404), an item decided by someone else or changed since
+        ``version`` (409 carrying that decision), an action its state does not allow (422). Then
+        each item moves only over the version read, and its decision is appended. ``confirm``
+        without ``factcheck_id`` confirms the top candidate. Returns the recorded decisions."""
+        source = Origin.parse(origin, "origin")
+        wanted = self._validate(decisions)
+        hits = self._hits(tenant, [d["post_id"] for d in wanted])
+        missing = [d["post_id"] for d in wanted if d["post_id"] not in hits]
+        if missing:
+            raise NotFound(f"no review item for post{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(repr(p[:200]) for p in missing[:10])}", errors=[
+                               {"field": f"decisions[{i}].post_id", "message": "no such review item",
+                                "type": "not_found"}
+                               for i, d in enumerate(wanted) if d["post_id"] in missing][:50])
+        self._check_manual(wanted, hits)
+        at = self.clock()
+        planned = [self._plan(d, hits[d["post_id"]], actor, source, at) for d in wanted]
+        return self._write(tenant, planned)
+
+    def _validate(self, decisions: Any) -> list[dict[str, Any]]:
+        if not isinstance(decisions, list) or not decisions:
+            raise InvalidRequest("send one decision or a list of them", errors=[
+                {"field": "decisions", "message": "at least one decision", "type": "missing"}])
+        limit = self.settings.review_bulk_max
+        if len(decisions) > limit:
+            raise ContentTooLarge(f"{len(decisions)} decisions in one request; at most {limit} "
+                                  f"(FACTSIEVE_REVIEW_BULK_MAX)")
+        errors: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        out = []
+        for i, d in enumerate(decisions):
+            if not isinstance(d, dict):
+                errors.append(_err(i, "(decision)", "must be an object", "type"))
+                continue
+            errors += [_err(i, k[:40], "unknown field", "extra_forbidden") for k in d if k not in DECISION_FIELDS]
+            post_id, action, fc = d.get("post_id"), d.get("action"), d.get("factcheck_id")
+            if not isinstance(post_id, str) or not post_id.strip() or len(post_id) > 512:
+                errors.append(_err(i, "post_id", "a post id of 1 to 512 characters", "string"))
+            elif post_id in seen:
+                errors.append(_err(i, "post_id", "decided twice in one request", "duplicate"))
+            else:
+                seen.add(post_id)
+            try:
+                act = Action.parse(action, f"decisions[{i}].action")
+            except InvalidRequest as exc:
+                errors += exc.errors
+                act = None
+            if fc is not None and (not isinstance(fc, str) or not fc or len(fc) > 512):
+                errors.append(_err(i, "factcheck_id", "a fact-check id of 1 to 512 characters", "string"))
+            elif act is Action.MANUAL and fc is None:
+                errors.append(_err(i, "factcheck_id", "manual names the fact-check", "missing"))
+            elif act is not None and fc is not None and act not in NAMES_FACTCHECK:
+                errors.append(_err(i, "factcheck_id", f"{act.value} takes no fact-check", "extra"))
+            note = d.get("note")
+            if note is not None and not isinstance(note, str):
+                errors.append(_err(i, "note", "must be a string", "string"))
+            elif note is not None and len(note) > self.settings.review_note_max_chars:
+                errors.append(_err(i, "note", f"{len(note)} characters; at most "
+                                   f"{self.settings.review_note_max_chars} "
+                                   f"(FACTSIEVE_REVIEW_NOTE_MAX_CHARS)", "too_long"))
+            if d.get("version") is not None and not isinstance(d.get("version"), str):
+                errors.append(_err(i, "version", "the item's version as the API gave it", "string"))
+            out.append({**d, "action": act})
+        if errors:
+            detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+            raise InvalidRequest(f"invalid decisions: {detail}", errors=errors[:50])
+        return out
+
+    def _check_manual(self, wanted: list[dict[str, Any]], hits: dict[str, dict[str, Any]]) -> None:
+        """A manual match's fact-check exists (the corpus is shared: ``plugin.owners``)."""
+        ids = {d["factcheck_id"] for d in wanted if d["action"] is Action.MANUAL}
+        if not ids:
+            return
+        try:
+            found = self.store.mget(self.settings.index, sorted(ids), source=["id"])
+        except NotFound:
+            found = {}
+        if missing := sorted(ids - set(found)):
+            raise NotFound(f"no fact-check with id {', '.join(repr(m[:200]) for m in missing[:10])}",
+                           errors=[{"field": f"decisions[{i}].factcheck_id", "message": "no such fact-check",
+                                    "type": "not_found"} for i, d in enumerate(wanted)
+                                   if d["action"] is Action.MANUAL and d["factcheck_id"] in missing][:50])
+
+    def _plan(self, d: dict[str, Any], hit: dict[str, Any], actor: str, origin: Origin,
+              at: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """``(hit, decision, new item body)`` for one checked decision, or the error it meets."""
+        item, action = hit["_source"], d["action"]
+        status, last = ReviewStatus(item["status"]), item.get("last_decision")
+        version = d.get("version")
+        if version is not None and version != version_token(hit):
+            raise DecisionConflict(f"review item {item['post_id'][:200]!r} changed since version "
+                                   f"{version[:40]!r} (it is {status.value}): nothing was recorded",
+                                   decision=last)
+        if version is None and status is not ReviewStatus.PENDING and action is not Action.UNDO:
+            raise DecisionConflict(f"review item {item['post_id'][:200]!r} was already decided "
+                                   f"({status.value}, by {item.get('decided_by')}): nothing was "
+                                   f"recorded; undo it first to change it", decision=last)
+        previous = ReviewStatus(last["from_status"]) if action is Action.UNDO and last else None
+        to_status = next_status(status, action, previous)
+        fc = d.get("factcheck_id")
+        if action is Action.CONFIRM and fc is None:
+            fc = item["candidates"][0]["factcheck_id"]
+        if action in (Action.CONFIRM, Action.REJECT) and fc is not None and candidate(item, fc) is None:
+            raise InvalidRequest(f"fact-check {fc[:200]!r} is not a candidate of post "
+                                 f"{item['post_id'][:200]!r}; a fact-check found otherwise is a "
+                                 f"manual match", errors=[{"field": "factcheck_id",
+                                                           "message": "not a candidate", "type": "candidate"}])
+        decision = decision_record(item, decision_id="dec_" + secrets.token_hex(12), action=action,
+                                   actor=actor, origin=origin, at=at, to_status=to_status,
+                                   factcheck_id=fc, note=d.get("note"),
+                                   supersedes=last["id"] if action is Action.UNDO and last else None)
+        return hit, decision, decided_item(item, decision)
+
+    def _write(self, tenant: str, planned: list[tuple[dict, dict, dict]]) -> list[dict[str, Any]]:
+        """Items first, each over its version; then the decisions of those that moved. Both
+        writes refresh at once (``refresh=true``, not ``wait_for``): a reviewer's next queue page
+        must not show what they just decided, and waiting for the next scheduled refresh cost up
+        to a second per decision, while decisions come at a person's pace."""
+        actions = [{"_op_type": "index", "_index": self.items, "_id": hit["_id"], "_source": body,
+                    "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
+                   for hit, _, body in planned]
+        moved, lost = [], []
+        for (hit, decision, body), (ok, info) in zip(planned, self.store.bulk(actions, refresh=True)):
+            if not ok and _status(info) != 409:  # not a race: OpenSearch refused the write
+                raise BackendError(f"OpenSearch did not write review item "
+                                   f"{hit['_source']['post_id'][:200]!r}: {str(info)[:300]}")
+            (moved if ok else lost).append((hit, decision, body))
+        recorded = [decision for _, decision, _ in moved]
+        if recorded:
+            log = [{"_op_type": "create", "_index": self.log, "_id": d["id"], "_source": d}
+                   for d in recorded]
+            for ok, info in self.store.bulk(log, refresh=True):
+                if not ok:
+                    raise BackendError(f"the decision log refused an entry: {str(info)[:300]}")
+            if self.notify is not None:
+                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved})
+        if lost:
+            first = self._hits(tenant, [lost[0][0]["_source"]["post_id"]])
+            winner = next(iter(first.values()), {}).get("_source", {}).get("last_decision")
+            raise DecisionConflict(
+                f"review item{'s' if len(lost) > 1 else ''} "
+                f"{', '.join(repr(h['_source']['post_id'][:200]) for h, _, _ in lost[:10])} "
+                f"changed while deciding: {len(recorded)} of {len(planned)} recorded",
+                decision=winner, recorded=recorded)
+        return recorded
+
+    # -- manual search and export --------------------------------------------------------------
+    def search_factchecks(self, tenant: str, text: str, k: int = 10) -> list[dict[str, Any]]:
+        """Fact-checks for a reviewer's search text (the matcher, so the same hybrid retrieval
+        as the queue's candidates), best first."""
+        from plugin.search.request import MatchRequest
+
+        if self._matcher is None:
+            raise NotFound("this process has no matcher for manual search")
+        result = self._matcher().match(MatchRequest.from_mapping({"text": text, "k": k})).to_dict()
+        return [{"factcheck_id": m["id"], "claim": m.get("claim"), "rating": m.get("rating"),
+                 "publisher": m.get("publisher"), "date": m.get("published_at"),
+                 "url": m.get("url"), "lang": m.get("lang"), "score": m.get("score")}
+                for m in result["matches"]]
+
+    def export(self, tenant: str, since: str | None = None) -> Iterator[dict[str, Any]]:
+        """The tenant's decisions (made at or after ``since``) as training pairs, oldest first;
+        undone decisions and their undos teach nothing and are left out."""
+        self.ensure()
+        body = q.export_query(tenant, _iso(since, "since") if since else None)
+        found = sorted((h["_source"] for h in self.store.scan(self.log, body)),
+                       key=lambda d: (d["at"], d["id"]))
+        dropped = superseded(found)
+        for decision in found:
+            if decision["id"] not in dropped:
+                yield from training_pairs(decision)
+
+
+#: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
+_ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
+                "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
+                "last_decision")
+
+
+def _status(info: Mapping[str, Any]) -> int | None:
+    """The HTTP status of one bulk item's answer (``{"index": {"status": 409, …}}``)."""
+    return next((v.get("status") for v in info.values() if isinstance(v, Mapping)), None)
+
+
+def _public(src: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: src.get(k) for k in _ITEM_FIELDS if k != "last_decision"}
+    last = src.get("last_decision") or None
+    out["last_decision"] = {k: v for k, v in last.items() if k != "candidates"} if last else None
+    return out
+
+
+def _iso(value: str, field: str) -> str:
+    """``value`` when it is an ISO date or date-time (422 naming ``field`` otherwise)."""
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        raise InvalidRequest(f"{field}: {str(value)[:40]!r} is not an ISO date or date-time",
+                             errors=[{"field": field, "message": "an ISO date", "type": "date"}]) from None
+    return value

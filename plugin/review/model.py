@@ -1,0 +1,206 @@
+"""The review queue's states, the actions a reviewer takes, and the decision records they make.
+
+Pure: no client, no clock, no ids made here (the caller passes ``at`` and ``decision_id``).
+``next_status`` is the one place that says which action a state allows; everything that decides
+an item (the API, the desk page, the auto rules of the next issue) goes through it.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+from plugin.errors import InvalidRequest
+
+#: how many of a post's matches a review item keeps: the ones a reviewer can confirm by key (1–5)
+MAX_CANDIDATES = 5
+
+
+class _Parsed(str, Enum):
+    @classmethod
+    def parse(cls, value: Any, field: str) -> Any:
+        """The member named ``value``; an unknown one is a 422 that lists the valid values."""
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(m.value for m in cls)
+            message = f"{str(value)[:80]!r} is not one of {valid}"
+            raise InvalidRequest(f"{field}: {message}", errors=[
+                {"field": field, "message": message, "type": "enum"}]) from None
+
+
+class Action(_Parsed):
+    #: this candidate answers the post (``factcheck_id``; the top candidate when not given)
+    CONFIRM = "confirm"
+    #: the candidates are wrong (``factcheck_id``: that one; none given: all of them)
+    REJECT = "reject"
+    #: none of the shown candidates is right
+    NONE = "none"
+    #: the post makes no checkable claim
+    NOT_A_CLAIM = "not_a_claim"
+    #: a fact-check the reviewer found themselves answers the post (``factcheck_id`` required)
+    MANUAL = "manual"
+    #: take back the item's last decision: a new decision that supersedes it
+    UNDO = "undo"
+
+
+class ReviewStatus(_Parsed):
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    REJECTED = "rejected"
+    NO_MATCH = "no_match"
+    NOT_A_CLAIM = "not_a_claim"
+
+
+class Origin(_Parsed):
+    DESK = "desk"
+    API = "api"
+    #: a rule decided, not a person (the next issue)
+    AUTO = "auto"
+
+
+#: the state each deciding action puts a pending item in
+DECIDES: dict[Action, ReviewStatus] = {
+    Action.CONFIRM: ReviewStatus.CONFIRMED, Action.MANUAL: ReviewStatus.CONFIRMED,
+    Action.REJECT: ReviewStatus.REJECTED, Action.NONE: ReviewStatus.NO_MATCH,
+    Action.NOT_A_CLAIM: ReviewStatus.NOT_A_CLAIM,
+}
+#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for the others
+EVENTS: dict[Action, str] = {Action.CONFIRM: "match.confirmed", Action.MANUAL: "match.confirmed",
+                             Action.REJECT: "match.rejected", Action.NONE: "match.rejected"}
+#: actions that name a fact-check: required for ``manual``, optional for the others listed
+NAMES_FACTCHECK = {Action.CONFIRM, Action.REJECT, Action.MANUAL}
+
+
+def next_status(status: ReviewStatus, action: Action,
+                previous: ReviewStatus | None = None) -> ReviewStatus:
+    """The state ``action`` moves an item in ``status`` to.
+
+    A pending item takes any deciding action; a decided one only ``undo``, which returns it to
+    ``previous`` (the state before the decision it takes back; pending when not known). Anything
+    else is a 422 naming the state and what it allows: a decided item is undone first, never
+    silently re-decided."""
+    if status is ReviewStatus.PENDING and action in DECIDES:
+        return DECIDES[action]
+    if status is not ReviewStatus.PENDING and action is Action.UNDO:
+        return previous or ReviewStatus.PENDING
+    allowed = "undo" if status is not ReviewStatus.PENDING else ", ".join(a.value for a in DECIDES)
+    raise InvalidRequest(f"action {action.value!r} is not allowed on an item that is "
+                         f"{status.value}; it allows: {allowed}",
+                         errors=[{"field": "action", "message": f"not allowed in state {status.value}",
+                                  "type": "state"}])
+
+
+# -- what a match result becomes -------------------------------------------------------------------
+def signals_of(explain: Mapping[str, Any] | None, reranked: bool) -> dict[str, Any]:
+    """Why a candidate matched, from a match's ``explain`` (``plugin.search.result.match_dict``):
+    its best BM25 rank (1-based) over the BM25 sub-queries, its best kNN score over the dense
+    ones (OpenSearch's similarity score), and the cross-encoder's score when it was reranked.
+    ``None`` where the match did not say (a server-fused match carries no sub-query scores)."""
+    explain = explain or {}
+    bm25 = [v["rank"] for k, v in explain.items() if k.startswith("bm25:") and "rank" in v]
+    knn = [v["score"] for k, v in explain.items() if k.startswith("dense:") and "score" in v]
+    rerank = (explain.get("rerank") or {}).get("score")
+    return {"bm25_rank": min(bm25) if bm25 else None, "knn_similarity": max(knn) if knn else None,
+            "reranked": bool(reranked and rerank is not None), "rerank_score": rerank}
+
+
+def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
+                  limit: int = MAX_CANDIDATES) -> list[dict[str, Any]]:
+    """A review item's candidates from a match result's ``matches``, best first."""
+    out = []
+    for i, m in enumerate(matches):
+        if i >= limit:
+            break
+        out.append({"factcheck_id": m["id"], "claim": m.get("claim"), "rating": m.get("rating"),
+                    "publisher": m.get("publisher"), "date": m.get("published_at"),
+                    "url": m.get("url"), "lang": m.get("lang"), "rank": m.get("rank", i + 1),
+                    "score": m.get("score"), "confidence": m.get("confidence"),
+                    "signals": signals_of(m.get("explain"), reranked)})
+    return out
+
+
+def item_record(*, tenant: str, post_id: str, text: str, lang: str | None, date: str | None,
+                source_url: str | None, config: str | None, versions: Mapping[str, Any],
+                candidates: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
+    """A new pending review item (its stored body)."""
+    top = candidates[0]["confidence"] if candidates else None
+    return {"post_id": post_id, "tenant": tenant, "text": text, "lang": lang, "date": date,
+            "source_url": source_url, "status": ReviewStatus.PENDING.value, "confidence": top,
+            "created_at": created_at, "decided_at": None, "decided_by": None, "config": config,
+            "versions": dict(versions), "candidates": candidates, "last_decision": None}
+
+
+def candidate(item: Mapping[str, Any], factcheck_id: str) -> dict[str, Any] | None:
+    return next((c for c in item.get("candidates") or () if c["factcheck_id"] == factcheck_id), None)
+
+
+def decision_record(item: Mapping[str, Any], *, decision_id: str, action: Action, actor: str,
+                    origin: Origin, at: str, to_status: ReviewStatus,
+                    factcheck_id: str | None = None, note: str | None = None,
+                    supersedes: str | None = None) -> dict[str, Any]:
+    """One entry of the decision log: who decided what on which item, and what the item's
+    candidates, scores and model versions were then (``candidates``, and the chosen one's rank,
+    score, confidence and signals), so it becomes a training pair without re-running anything."""
+    chosen = candidate(item, factcheck_id) if factcheck_id else None
+    return {"id": decision_id, "tenant": item["tenant"], "post_id": item["post_id"],
+            "post_text": item.get("text"), "post_lang": item.get("lang"),
+            "factcheck_id": factcheck_id, "action": action.value, "actor": actor, "at": at,
+            "origin": origin.value, "config": item.get("config"),
+            "versions": dict(item.get("versions") or {}),
+            "rank": chosen["rank"] if chosen else None, "score": chosen["score"] if chosen else None,
+            "confidence": chosen["confidence"] if chosen else None,
+            "signals": dict(chosen["signals"]) if chosen else {},
+            "candidates": [{k: c.get(k) for k in ("factcheck_id", "rank", "score", "confidence",
+                                                  "signals")} for c in item.get("candidates") or ()],
+            "note": note, "supersedes": supersedes, "from_status": item["status"],
+            "to_status": to_status.value}
+
+
+def decided_item(item: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
+    """The item's body after ``decision`` (an undo clears who decided it)."""
+    undone = decision["action"] == Action.UNDO.value
+    return {**item, "status": decision["to_status"],
+            "decided_at": None if undone else decision["at"],
+            "decided_by": None if undone else decision["actor"], "last_decision": dict(decision)}
+
+
+def training_pairs(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What one decision teaches, as ``(post, fact-check, label)`` rows: a confirm or manual is a
+    positive for its fact-check (and, for confirm, a negative for every other candidate shown
+    above it); a reject a negative for the one named, or for all when none is; ``none`` a
+    negative for every candidate. ``not_a_claim`` and ``undo`` teach no pair (an undone decision
+    is dropped by the export, ``superseded``)."""
+    action = Action(decision["action"])
+    cands = decision.get("candidates") or []
+    fc = decision.get("factcheck_id")
+    base = {"decision_id": decision["id"], "post_id": decision["post_id"],
+            "post_text": decision.get("post_text"), "post_lang": decision.get("post_lang"),
+            "actor": decision.get("actor"), "at": decision.get("at"),
+            "origin": decision.get("origin"), "versions": decision.get("versions") or {}}
+
+    def row(c: Mapping[str, Any] | None, fid: str, label: int) -> dict[str, Any]:
+        c = c or {}
+        return {**base, "factcheck_id": fid, "label": label, "rank": c.get("rank"),
+                "score": c.get("score"), "confidence": c.get("confidence"),
+                "signals": c.get("signals") or {}}
+
+    if action in (Action.CONFIRM, Action.MANUAL) and fc:
+        chosen = next((c for c in cands if c["factcheck_id"] == fc), None)
+        above = [] if action is Action.MANUAL or chosen is None else \
+            [c for c in cands if c["rank"] is not None and c["rank"] < chosen["rank"]]
+        return [row(chosen, fc, 1)] + [row(c, c["factcheck_id"], 0) for c in above]
+    if action is Action.REJECT and fc:
+        return [row(next((c for c in cands if c["factcheck_id"] == fc), None), fc, 0)]
+    if action in (Action.REJECT, Action.NONE):
+        return [row(c, c["factcheck_id"], 0) for c in cands]
+    return []
+
+
+def superseded(decisions: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Ids of decisions an undo took back, and of the undos themselves (neither teaches)."""
+    out = set()
+    for d in decisions:
+        if d.get("supersedes"):
+            out.update((d["supersedes"], d["id"]))
+    return out

@@ -1,0 +1,136 @@
+"""The desk's filters, form decoding and display helpers (pure)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from api.desk import present as p
+from plugin.errors import BadInput
+
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ({}, {"status": "pending", "sort": "newest"}),
+    ({"lang": "EN ", "sort": "confidence"}, {"status": "pending", "sort": "confidence", "lang": "en"}),
+    ({"confidence": "high"}, {"status": "pending", "sort": "newest", "min_confidence": 0.8, "max_confidence": None}),
+    ({"confidence": "low"}, {"status": "pending", "sort": "newest", "min_confidence": None, "max_confidence": 0.5}),
+    ({"age": "24h"}, {"status": "pending", "sort": "newest", "since": "2026-11-26T12:00:00+00:00"}),
+    ({"age": "7d", "cursor": "abc"}, {"status": "pending", "sort": "newest", "since": "2026-11-20T12:00:00+00:00", "cursor": "abc"}),
+    ({"status": "confirmed", "lang": "", "age": ""}, {"status": "confirmed", "sort": "newest"}),
+])
+def test_queue_args(args, expected):
+    assert p.queue_args(args, NOW) == expected
+
+
+def test_queue_args_default_status_for_history():
+    assert p.queue_args({}, NOW, status="confirmed")["status"] == "confirmed"
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    ({"status": "done"}, "status 'done'; valid: pending, confirmed"),
+    ({"sort": "best"}, "sort 'best'; valid: newest, oldest, confidence"),
+    ({"confidence": "very"}, "confidence 'very'; valid: high, medium, low"),
+    ({"age": "1y"}, "age '1y'; valid: 24h, 7d"),
+    ({"lang": "<script>"}, "invalid language"),
+])
+def test_queue_args_names_the_bad_value(args, names):
+    with pytest.raises(BadInput, match=names.replace("(", r"\(")):
+        p.queue_args(args, NOW)
+
+
+def test_filter_state_drops_the_cursor():
+    assert p.filter_state({"lang": "en", "cursor": "x", "age": ""}) == {"lang": "en"}
+
+
+@pytest.mark.parametrize(("choice", "expected"), [
+    ("confirm:fc-1", ("confirm", "fc-1")),
+    ("confirm:ns:with:colons", ("confirm", "ns:with:colons")),
+    ("manual:fc-9", ("manual", "fc-9")),
+    ("reject", ("reject", None)),
+    ("none", ("none", None)),
+    ("not_a_claim", ("not_a_claim", None)),
+    ("undo", ("undo", None)),
+])
+def test_parse_choice(choice, expected):
+    assert p.parse_choice(choice) == expected
+
+
+@pytest.mark.parametrize(("choice", "names"), [
+    ("", "unknown action ''"), (None, "unknown action ''"), ("approve", "unknown action 'approve'"),
+    ("confirm", "needs a fact-check id"), ("manual:", "needs a fact-check id"),
+    ("reject:fc-1", "takes no fact-check id"),
+])
+def test_parse_choice_refuses(choice, names):
+    with pytest.raises(BadInput, match=names):
+        p.parse_choice(choice)
+
+
+def test_decision_record():
+    assert p.decision("post-1", "confirm:fc-2", "3:1", "  checked  ") == {
+        "post_id": "post-1", "action": "confirm", "factcheck_id": "fc-2", "version": "3:1", "note": "checked"}
+    assert p.decision("post-1", "none", "", None) == {"post_id": "post-1", "action": "none"}
+    with pytest.raises(BadInput, match="names no post"):
+        p.decision("", "none", None)
+    with pytest.raises(BadInput, match="over 100 characters"):
+        p.decision("post-1", "none", "x" * 101)
+
+
+def test_bulk_decisions():
+    fields = {"top.a": "fc-1", "v.a": "2:1", "top.b": "fc-7", "v.b": "5:1"}
+    assert p.bulk_decisions(["a", "b", "a"], "confirm_top", fields) == [
+        {"post_id": "a", "action": "confirm", "factcheck_id": "fc-1", "version": "2:1"},
+        {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": "5:1"}]
+    assert p.bulk_decisions(["a"], "reject", fields) == [{"post_id": "a", "action": "reject", "version": "2:1"}]
+
+
+@pytest.mark.parametrize(("ids", "bulk", "fields", "names"), [
+    (["a"], "approve", {}, "unknown bulk action 'approve'"),
+    ([], "reject", {}, "no items selected"),
+    (["c"], "confirm_top", {}, "post 'c' has no candidate"),
+])
+def test_bulk_decisions_refuse(ids, bulk, fields, names):
+    with pytest.raises(BadInput, match=names):
+        p.bulk_decisions(ids, bulk, fields)
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("https://example.org/a?b=1", "https://example.org/a?b=1"),
+    (" http://example.org ", "http://example.org"),
+    ("javascript:alert(1)", None),
+    ("JaVaScRiPt:alert(1)", None),
+    ("data:text/html,<script>", None),
+    ("//evil.example", None),
+    ("https://", None),
+    ("http://[::1", None),
+    (None, None),
+    (42, None),
+])
+def test_safe_url(url, expected):
+    assert p.safe_url(url) == expected
+
+
+@pytest.mark.parametrize(("signals", "expected"), [
+    ({"bm25_rank": 1, "knn_similarity": 0.8123, "reranked": True, "rerank_score": 3.456},
+     "BM25 rank 1 · kNN similarity 0.81 · reranked (score 3.46)"),
+    ({"bm25_rank": None, "knn_similarity": 0.5, "reranked": False}, "not found by BM25 · kNN similarity 0.50 · not reranked"),
+    ({"bm25_rank": 4, "reranked": True}, "BM25 rank 4 · not found by kNN · reranked"),
+    (None, "not found by BM25 · not found by kNN · not reranked"),
+])
+def test_why_matched(signals, expected):
+    assert p.why_matched(signals) == expected
+
+
+def test_short_and_confidence_and_dom_id():
+    assert p.short("a  b\nc") == "a b c"
+    assert p.short("x" * 100, 10) == "x" * 9 + "…"
+    assert p.confidence_text(None) == "unknown" and p.confidence_text(0.456) == "0.46"
+    assert p.dom_id("post 1") == p.dom_id("post 1") != p.dom_id("post 2")
+    assert p.dom_id("<a b>").startswith("item-") and p.dom_id("<a b>")[5:].isalnum()
+
+
+def test_age_and_any_counts():
+    assert p.age_counts({"day": 2, "week": 3, "older": 9}) == {"24h": 2, "7d": 5}
+    assert p.age_counts({}) == {"24h": 0, "7d": 0}
+    assert p.any_count({"en": 3, "de": 1}) == 4

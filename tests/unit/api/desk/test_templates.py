@@ -1,0 +1,76 @@
+"""The desk's templates escape everything a post, a fact-check or a note brings (rendered
+without services: the templates are pure given their data)."""
+from __future__ import annotations
+
+import pytest
+from flask import Flask, render_template
+
+from api.desk import desk
+from api.desk import present as p
+from api.desk.sessions import DeskSession
+from plugin.service.keys import Scope
+
+SCRIPT = '<script>alert("x")</script>'
+
+
+def item(**over):
+    base = {"post_id": 'p-<b>1</b>"', "text": SCRIPT, "lang": "en", "date": "2026-11-01",
+            "source_url": "javascript:alert(1)", "status": "pending", "version": "3:1",
+            "decided_by": None, "decided_at": None,
+            "candidates": [{"factcheck_id": 'fc-"1"', "claim": "<img src=x onerror=alert(1)>",
+                            "rating": "<b>False</b>", "publisher": "Pub", "date": "2026-10-01",
+                            "url": "https://checks.example.org/a", "lang": "en", "rank": 1,
+                            "score": 1.0, "confidence": 0.91,
+                            "signals": {"bm25_rank": 1, "knn_similarity": 0.8, "reranked": True,
+                                        "rerank_score": 2.0}}]}
+    return {**base, **over}
+
+
+@pytest.fixture
+def render():
+    app = Flask(__name__)
+    app.register_blueprint(desk)
+
+    def go(template: str, scope: Scope = Scope.WRITE, **ctx) -> str:
+        session = DeskSession(token="t", key_id="key_1", name="<i>Ana</i>", tenant="t1", scope=scope,
+                              csrf="csrf-token", created_at="now")
+        with app.test_request_context("/desk/"):
+            from flask import g
+            g.desk = session
+            return render_template(template, here="/desk/", **ctx)
+    return go
+
+
+def test_item_escapes_post_claim_rating_and_ids(render):
+    html = render("_item.html", item=item())
+    assert "<script>" not in html and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<b>" not in html
+    assert 'href="javascript:' not in html  # shown as text, never a link
+    assert 'value="confirm:fc-&#34;1&#34;"' in html
+    assert 'name="csrf_token" value="csrf-token"' in html
+    assert 'data-key="1"' in html and "BM25 rank 1 · kNN similarity 0.80 · reranked (score 2.00)" in html
+    assert f'id="{p.dom_id(item()["post_id"])}"' in html
+    assert '<meter id=' in html and 'value="0.91"' in html
+
+
+def test_read_keys_get_no_buttons(render):
+    html = render("_item.html", item=item(), scope=Scope.READ)
+    assert 'name="choice"' not in html and 'form="bulk"' not in html
+
+
+def test_decided_item_offers_undo_and_names_who(render):
+    html = render("_item.html", item=item(status="confirmed", decided_by="<u>Bo</u>", decided_at="2026-11-27T10:00:00Z"))
+    assert 'value="undo"' in html and 'value="reject"' not in html
+    assert "&lt;u&gt;Bo&lt;/u&gt;" in html
+
+
+def test_search_results_escape(render):
+    html = render("_search.html", results=[{"factcheck_id": "fc-2", "claim": SCRIPT, "url": "javascript:x"}],
+                  q=SCRIPT, post_id="p1", version="1:1")
+    assert "<script>" not in html and 'value="manual:fc-2"' in html and "javascript:" not in html
+
+
+def test_conflict_message_is_an_alert(render):
+    html = render("_item.html", item=item(), conflict="<b>Bo</b> already decided this item")
+    assert 'role="alert">&lt;b&gt;Bo&lt;/b&gt; already decided' in html
