@@ -118,4 +118,13 @@ def submit(base: str, key: str, text: str, **extra: Any) -> str:
         return body if body["status"] in ("succeeded", "failed") else None
 
     assert wait_for(done, timeout=120, interval=0.2, what=f"job {job}")["status"] == "succeeded"
+
+    # the queue is a search: a new item joins it at the review index's next refresh (within a
+    # second), so wait for it there before a page is asked to show it
+    def queued() -> bool:
+        body = requests.get(f"{base}/v1/review", params={"status": "pending", "limit": 50}, headers=headers,
+                            timeout=30).json()
+        return any(i["post_id"] == post_id for i in body["items"])
+
+    wait_for(queued, timeout=30, interval=0.2, what=f"{post_id} in the queue")
     return post_id

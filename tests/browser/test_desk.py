@@ -74,9 +74,10 @@ def test_keyboard_confirm_records_actor_versions_signals_then_undo(context, serv
     delivered = wait_for(lambda: [r for r in receiver.received(path)
                                   if json.loads(r["body"])["data"]["decision"]["post_id"] == post_id],
                          what="the match.confirmed webhook")
-    headers, body = delivered[0]["headers"], delivered[0]["body"]
-    assert headers["X-FactSieve-Event"] == "match.confirmed"
-    assert headers["X-FactSieve-Signature"] == expected_signature(sub["secret"], headers["X-FactSieve-Timestamp"], body)
+    got_headers, body = delivered[0]["headers"], delivered[0]["body"]
+    assert got_headers["X-FactSieve-Event"] == "match.confirmed"
+    assert got_headers["X-FactSieve-Signature"] == expected_signature(sub["secret"], got_headers["X-FactSieve-Timestamp"],
+                                                                      body)
     assert json.loads(body)["data"]["decision"]["actor"] == "Ana Reviewer"
     # u takes the last decision back
     page.keyboard.press("u")
