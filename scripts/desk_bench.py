@@ -47,6 +47,7 @@ def fill_queue(dep: Deployment, dataset: Path, n: int) -> dict:
     """Index the dataset's fact-checks, then match its first ``n`` queries into review items."""
     from plugin.ingest import Format, ingest, read_records
     from plugin.search.request import MatchRequest
+    from plugin.search.versions import versions_of
 
     svc = dep.services
     started = time.perf_counter()
@@ -59,7 +60,7 @@ def fill_queue(dep: Deployment, dataset: Path, n: int) -> dict:
         matched = matcher.match(MatchRequest.from_mapping({"text": query["text"]}))
         svc.review.record_item(DEFAULT_TENANT, f"bench-{i}-{query.get('id', i)}", query["text"],
                                matched.to_dict()["lang"], query.get("date"), None,
-                               matched.to_dict(), matcher.versions(matched))
+                               matched.to_dict(), versions_of(matcher, matched))
     return {"factchecks": svc.store.count(dep.settings.index), "ingested": report.indexed + report.updated,
             "ingest_s": round(ingest_s, 1), "posts": len(queries)}
 

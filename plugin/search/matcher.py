@@ -229,20 +229,6 @@ class Matcher:
             return f"the base encoder embedded the post: {reason}"
         return None
 
-    def versions(self, result: MatchResult) -> dict[str, Any]:
-        """The models behind ``result`` by name, as a decision records them (``plugin.review``):
-        the retrieval configuration, the embedding model, the query tower that embedded the
-        post, the reranker when it ran, and the confidence model (``None`` where none served)."""
-        cfg = self._config(result.config or None)
-        tower = cfg.query_encoder if cfg.query_encoder and self.query_encoder_note(cfg) is None else None
-        reranker = None
-        if result.reranked and cfg.rerank is not None:
-            reranker = getattr(self.reranker, "name", None) or cfg.rerank.model
-        calibrated = any(m.get("confidence") is not None for m in result.matches)
-        return {"retrieval_config": cfg.name, "embedding_model": self.embedder.name,
-                "query_tower": tower, "reranker": reranker,
-                "calibrator": (cfg.calibrator or cfg.name) if calibrated else None}
-
     def calibrator_for(self, cfg: RetrievalConfig) -> Calibrator | None:
         """The configuration's packaged confidence model (``factsieve calibrate``; the one
         ``cfg.calibrator`` names, else its own), read once."""

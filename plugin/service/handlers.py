@@ -13,6 +13,7 @@ from typing import Any
 
 from plugin.ingest import Format, parse_bytes
 from plugin.search.request import MatchRequest
+from plugin.search.versions import versions_of
 from plugin.owners import Writer
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
@@ -111,7 +112,7 @@ def run_post(services: Services, job: dict[str, Any],
     best = best_score(result["matches"])
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
-                                post.get("url"), result, matcher.versions(matched))
+                                post.get("url"), result, versions_of(matcher, matched))
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):

@@ -140,6 +140,7 @@ def test_init_with_the_admin_identity_installs_everything(installed, services, s
 def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secured, embedder):
     from plugin.ingest import Format, read_records
     from plugin.search.matcher import MatchRequest
+    from plugin.search.versions import versions_of
     from plugin.service.jobs import JobKind
     from plugin.service.services import Services
 
@@ -156,7 +157,7 @@ def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secur
 
     # the review queue and the decision log: conditional item writes and log appends
     runtime.review.record_item("default", "p-secured", "5G masts spread the coronavirus", "en", None,
-                               None, result.to_dict(), runtime.matcher().versions(result))
+                               None, result.to_dict(), versions_of(runtime.matcher(), result))
     (decision,) = runtime.review.decide("default", "ana", [{"post_id": "p-secured", "action": "confirm"}])
     assert runtime.review.item("default", "p-secured")["decisions"] == [decision]
 

@@ -15,9 +15,6 @@ class FakeMatcher:
         self.requests.append(req)
         return MatchResult(lang="en", matches=[], took_ms=1.0, config="t")
 
-    def versions(self, result):
-        return {"retrieval_config": result.config}
-
 
 class FakeReview:
     def __init__(self):
@@ -37,7 +34,9 @@ class FakeServices:
         return self.matcher_
 
 
-def test_the_post_handler_passes_filters_and_budget_through():
+def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
+    # the versions behind a match are ``plugin.search.versions``' to name (a real matcher's)
+    monkeypatch.setattr("plugin.service.handlers.versions_of", lambda matcher, result: {"retrieval_config": result.config})
     services = FakeServices()
     post = {"id": "p1", "text": "5G spreads covid", "lang": "en", "date": "2021-03-01", "mode": "cross",
             "k": 4, "within_days": 30, "allow": ["snopes.com"], "deny": ["x.com"], "rerank_budget_ms": 90}
