@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from flask import Response, current_app
+from flask import Response, current_app, g
 
 from plugin.errors import FactSieveError
 from plugin.search.request import MatchRequest
@@ -52,7 +52,8 @@ def openapi() -> Response:
 def match(body: s.MatchIn) -> Response:
     req = MatchRequest.from_mapping(body.model_dump(), budget_ms=services().settings.rerank_budget_ms)
     result = services().matcher(body.config, rerank=req.rerank).match(req)
-    return reply(s.MatchOut.model_validate(result.to_dict()))
+    adjusted = services().learning.adjust(g.api_key.tenant, body.model_dump(), result.to_dict())
+    return reply(s.MatchOut.model_validate(adjusted))
 
 
 # the other areas, after these (their order is the OpenAPI document's)

@@ -65,7 +65,7 @@ def fill_queue(dep: Deployment, dataset: Path, n: int) -> dict:
             "ingest_s": round(ingest_s, 1), "posts": len(queries)}
 
 
-def measure(base: str, key: str, runs: int) -> list[dict]:
+def measure(base: str, key: str, runs: int, save_html: Path | None = None) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -80,6 +80,8 @@ def measure(base: str, key: str, runs: int) -> list[dict]:
             page.goto("/desk/", wait_until="load")
             if i >= 3:
                 out.append(page.evaluate(TIMING))
+        if save_html:
+            save_html.write_text(page.content(), encoding="utf-8")
         browser.close()
     return out
 
@@ -90,12 +92,13 @@ def main() -> None:
                     help="folder with factchecks.jsonl and queries.jsonl (default: the bundled CLEF slice)")
     ap.add_argument("--items", type=int, default=50, help="review items in the queue (one page: at most 50)")
     ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--save-html", type=Path, help="write the last page's HTML here")
     args = ap.parse_args()
     tag = uuid.uuid4().hex[:8]
     dep = Deployment(2, review_index=f"fs-bench-review-{tag}", decisions_index=f"fs-bench-dec-{tag}")
     try:
         corpus = fill_queue(dep, args.dataset, args.items)
-        loads = measure(dep.base, dep.key, args.runs)
+        loads = measure(dep.base, dep.key, args.runs, args.save_html)
     finally:
         dep.close()
         for alias in (dep.settings.review_index, dep.settings.decisions_index):

@@ -108,7 +108,7 @@ def run_post(services: Services, job: dict[str, Any],
     tenant = job.get("tenant", DEFAULT_TENANT)
     matcher = services.matcher(job["input"].get("config"))
     matched = matcher.match(MatchRequest.from_mapping(post))
-    result = matched.to_dict()
+    result = services.learning.adjust(tenant, post, matched.to_dict())
     best = best_score(result["matches"])
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),

@@ -125,6 +125,13 @@ class Services:
             self.store, self.settings, matcher=self.matcher,
             notify=notifier(self.webhooks, self._send_delivery)))
 
+    @property
+    def learning(self) -> Any:
+        """What the tenant's desk taught, applied to match results (``plugin.learn.steps``)."""
+        from plugin.learn.steps import Learning
+
+        return self._get("learning", lambda: Learning(steps=()))
+
     def _send_delivery(self, delivery_id: str) -> Any:
         if self.send_delivery is None:
             raise BackendUnavailable("this process has no queue to send webhook deliveries to")
