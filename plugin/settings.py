@@ -192,6 +192,9 @@ class Settings(BaseSettings):
     review_bulk_max: int = Field(default=200, ge=1, le=10000)
     #: The longest note a reviewer may attach to a decision, in characters.
     review_note_max_chars: int = Field(default=2000, ge=0)
+    #: A JSON file of per-tenant review rules (``plugin.review.rules``: which matched posts are
+    #: queued, who opted into auto-confirmation); unset: every matched post is queued.
+    review_rules_path: str | None = None
     #: How long jobs, posts and delivery logs stay in Redis (finished jobs stay in OpenSearch).
     job_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
     worker_concurrency: int = Field(default=2, ge=1, le=64)

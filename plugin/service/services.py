@@ -126,6 +126,13 @@ class Services:
             notify=notifier(self.webhooks, self._send_delivery)))
 
     @property
+    def review_rules(self) -> Any:
+        """The tenants' review rules (``plugin.review.rules``), read once from their file."""
+        from plugin.review.rules import load_rules
+
+        return self._get("review_rules", lambda: load_rules(self.settings.review_rules_path))
+
+    @property
     def learning(self) -> Any:
         """What the tenant's desk taught, applied to match results (``plugin.learn.steps``)."""
         from plugin.learn.steps import Learning
