@@ -121,14 +121,16 @@ class Deployment:
         self.proc.wait(timeout=30)
         self.serve()
 
-    def close(self) -> None:
+    def close(self, keep_index: bool = False) -> None:
+        """Stop the server and delete what the deployment made (``keep_index``: not the
+        fact-check index, for a benchmark that reuses it)."""
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.services.kv.delete_namespace()
-        for alias in (self.settings.index, self.settings.jobs_index):
+        for alias in (self.settings.jobs_index,) if keep_index else (self.settings.index, self.settings.jobs_index):
             self.services.store.delete_index(f"{alias}-v*")
             self.services.store.delete_index_template(f"factsieve-{alias}")
 

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from plugin.errors import BadInput
 
@@ -31,6 +31,8 @@ SORTS = ("newest", "oldest", "confidence")
 #: Actions a button may ask for (``choice`` is ``action`` or ``action:factcheck_id``).
 ACTIONS = ("confirm", "reject", "none", "not_a_claim", "manual", "undo")
 NEEDS_FACTCHECK = ("confirm", "manual")
+#: How often the queue page asks whether new posts arrived (``/desk/fresh``), in seconds.
+FRESH_POLL_S = 30
 #: Keys ``1``–``5`` confirm the first five candidates.
 KEYED_CANDIDATES = 5
 
@@ -101,26 +103,68 @@ def _version(value: str) -> str:
     return value
 
 
-def bulk_decisions(post_ids: list[str], bulk: str | None, fields: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The bulk form's decisions: for each selected post, confirm its top candidate
-    (``top.<post_id>``) or reject all; each carries the item's version (``v.<post_id>``) so a
-    reviewer never overwrites what someone else decided since the page was drawn."""
+def pick_value(item: Mapping[str, Any]) -> str:
+    """What an item's bulk checkbox sends: the post, the version the page was drawn with, and
+    its top candidate, as one query string (ids may hold any character)."""
+    cands = item.get("candidates") or []
+    return urlencode({"post": item["post_id"], "v": item.get("version") or "",
+                      "top": cands[0]["factcheck_id"] if cands else ""})
+
+
+def bulk_decisions(picks: list[str], bulk: str | None) -> list[dict[str, Any]]:
+    """The bulk form's decisions: for each ticked item (``pick_value``), confirm its top
+    candidate or reject all; each carries the item's version so a reviewer never overwrites
+    what someone else decided since the page was drawn."""
     _one_of("bulk action", bulk or "", ("confirm_top", "reject"))
-    if not post_ids:
+    if not picks:
         raise BadInput("no items selected: tick the items (or 'select all visible') first")
-    out = []
-    for post_id in dict.fromkeys(post_ids):
+    out: dict[str, dict[str, Any]] = {}
+    for pick in picks:
+        fields = parse_qs(pick[:2000], keep_blank_values=True)
+        post_id = (fields.get("post") or [""])[0]
+        if not post_id:
+            raise BadInput("a ticked item names no post: reload the page and try again")
         if bulk == "confirm_top":
-            top = fields.get(f"top.{post_id}")
+            top = (fields.get("top") or [""])[0]
             if not top:
                 raise BadInput(f"post {post_id[:80]!r} has no candidate to confirm")
             item = {"post_id": post_id, "action": "confirm", "factcheck_id": top}
         else:
             item = {"post_id": post_id, "action": "reject"}
-        if fields.get(f"v.{post_id}"):
-            item["version"] = _version(fields[f"v.{post_id}"])
-        out.append(item)
-    return out
+        version = (fields.get("v") or [""])[0]
+        if version:
+            item["version"] = _version(version)
+        out.setdefault(post_id, item)
+    return list(out.values())
+
+
+#: the confidence bar's width in steps of 5 % (``w0``…``w20`` in desk.css: the page's CSP
+#: allows no inline styles)
+BAR_STEPS = 20
+
+
+def bar_class(value: Any) -> str:
+    """The confidence bar's classes: its width step and its band (``low``/``medium``/``high``)."""
+    if value is None:
+        return "w0 unknown"
+    v = min(max(float(value), 0.0), 1.0)
+    band = next(name for name, (low, _) in CONFIDENCE.items() if low is None or v >= low)
+    return f"w{round(v * BAR_STEPS)} {band}"
+
+
+def seen_at_newest(items: list[Mapping[str, Any]]) -> int:
+    """How many of a newest-first page's items share the newest item's time (``/desk/fresh``
+    counts from that time on, so these are not new)."""
+    return sum(1 for i in items if items and i.get("created_at") == items[0].get("created_at"))
+
+
+def fresh_count(counts: Mapping[str, Any], seen: str | None) -> int:
+    """New pending items: those counted from the newest shown item's time, less those shown."""
+    try:
+        shown = max(0, int(seen or 0))
+    except ValueError:
+        raise BadInput(f"invalid seen {str(seen)[:20]!r}: a count of items") from None
+    return max(0, int((counts.get("status") or {}).get(PENDING, 0)) - shown)
 
 
 def safe_url(url: Any) -> str | None:

@@ -74,16 +74,18 @@ class SessionStore:
         self.kv.call("create desk session", pipe.execute)
         return session
 
-    def get(self, token: str | None) -> DeskSession | None:
-        """The live session of ``token`` (its idle time restarted), or ``None``: unknown, expired,
-        signed out, or made with a key that has since been revoked (then it is deleted)."""
+    def get(self, token: str | None, *, touch: bool = True) -> DeskSession | None:
+        """The live session of ``token`` (its idle time restarted, unless ``touch`` is false: a
+        page polling by itself is not a reviewer at work), or ``None``: unknown, expired, signed
+        out, or made with a key that has since been revoked (then it is deleted)."""
         if not token or len(token) > 100:
             return None
         name = self._key(token)
         pipe = self.kv.client.pipeline()
         pipe.hgetall(name)
-        pipe.expire(name, self.ttl_s)  # a no-op on a key that is gone
-        found, _ = self.kv.call("read desk session", pipe.execute)
+        if touch:
+            pipe.expire(name, self.ttl_s)  # a no-op on a key that is gone
+        found = self.kv.call("read desk session", pipe.execute)[0]
         if not found:
             return None
         if not self.kv.call("check api key", self.kv.client.hexists, self.kv.key("apikeys"), found["key_id"]):

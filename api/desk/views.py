@@ -36,6 +36,7 @@ from api.problems import problem_response, public_problem
 from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
 from plugin.service.keys import client_address
 from plugin.service.services import Services
+from plugin.settings import Settings
 
 desk = Blueprint("desk", __name__, url_prefix="/desk", template_folder="templates",
                  static_folder="static")
@@ -45,6 +46,8 @@ desk = Blueprint("desk", __name__, url_prefix="/desk", template_folder="template
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 ORIGIN = "desk"
+#: requests a page makes by itself: they do not keep an idle session alive
+POLLS = ("desk.fresh",)
 
 
 def services() -> Services:
@@ -67,6 +70,12 @@ def form() -> MultiDict[str, str]:
     return g.desk_form  # type: ignore[no-any-return]
 
 
+def field(name: str) -> str:
+    """A decision's field: from the form, else from the form's action URL (an item's form
+    carries its post, version and return page there, to keep the page light)."""
+    return form().get(name) or request.args.get(name) or ""
+
+
 def session() -> DeskSession:
     return g.desk  # type: ignore[no-any-return]
 
@@ -77,7 +86,7 @@ def load_session() -> Response | None:
     g.desk = None
     if request.endpoint in ("desk.static", "desk.signin", "desk.signin_post"):
         return None
-    found = sessions().get(request.cookies.get(COOKIE))
+    found = sessions().get(request.cookies.get(COOKIE), touch=request.endpoint not in POLLS)
     if found is None:
         return to_signin()
     services().keys.hit(found.key_id)  # the desk counts against the key's rate limit like the API
@@ -132,7 +141,9 @@ def error_page(exc: FactSieveError) -> Response:
 
 @desk.context_processor
 def page_context() -> dict[str, Any]:
-    return {"desk_session": g.get("desk"), "p": p}
+    found = current_app.extensions.get("factsieve")  # absent where templates render alone (tests)
+    return {"desk_session": g.get("desk"), "p": p,
+            "note_max": (found.settings if found else Settings()).review_note_max_chars}
 
 
 # -- sign-in, sign-out --------------------------------------------------------------------------------
@@ -210,6 +221,20 @@ def queue() -> Response:
     return render_queue("queue.html", p.PENDING)
 
 
+@desk.get("/fresh")
+def fresh() -> Response:
+    """How many pending items arrived since the queue page was drawn (its newest item's time,
+    ``since``; ``seen``: how many items of that same time the page showed), under the page's
+    filters: the page asks every ``FRESH_POLL_S`` seconds and offers to show them."""
+    args = p.queue_args(request.args, now())
+    args.pop("cursor", None)
+    args["since"] = request.args.get("since") or now().isoformat(timespec="milliseconds")
+    page = services().review.queue(session().tenant, **{**args, "status": p.PENDING}, limit=1)
+    new = p.fresh_count(page.get("counts", {}), request.args.get("seen"))
+    return make_response(render_template("_fresh.html", new=new, poll_url=request.full_path,
+                                         state=p.filter_state(request.args)))
+
+
 @desk.get("/history")
 def history() -> Response:
     return render_queue("history.html", p.DECIDED[0])
@@ -219,7 +244,7 @@ def history() -> Response:
 def item_page(post_id: str) -> Response:
     found = services().review.item(session().tenant, post_id)
     return make_response(render_template("item.html", item=found, here=request.full_path.rstrip("?"),
-                                         decisions=found.get("decisions", [])))
+                                         decisions=found.get("decisions", []), with_note=True))
 
 
 @desk.get("/search")
@@ -254,8 +279,7 @@ def conflict_message(exc: Conflict) -> str:
 @desk.post("/decide")
 def decide() -> Response:
     may_decide()
-    fields = form()
-    record = p.decision(fields.get("post_id", ""), fields.get("choice"), fields.get("version"), fields.get("note"))
+    record = p.decision(field("post_id"), form().get("choice"), field("version"), form().get("note"))
     tenant, review = session().tenant, services().review
     status, message = 200, None
     try:
@@ -265,10 +289,10 @@ def decide() -> Response:
     if not is_htmx():
         if message:
             sessions().flash(session().token, message)
-        return redirect(local_next(fields.get("back")), 303)
+        return redirect(local_next(field("back")), 303)
     fresh = review.item(tenant, record["post_id"])
     resp = make_response(render_template("_item.html", item=fresh, conflict=message, just=done,
-                                         here=local_next(fields.get("back"))), status)
+                                         here=local_next(field("back"))), status)
     if done:
         resp.headers["HX-Trigger"] = "desk-decided"
     return resp
@@ -277,7 +301,7 @@ def decide() -> Response:
 @desk.post("/bulk")
 def bulk() -> Response:
     may_decide()
-    records = p.bulk_decisions(form().getlist("post_id"), form().get("bulk"), form())
+    records = p.bulk_decisions(form().getlist("pick"), form().get("bulk"))
     try:
         done = services().review.decide(session().tenant, session().name, records, origin=ORIGIN)
         verb = "confirmed the top candidate of" if form().get("bulk") == "confirm_top" else "rejected"

@@ -43,7 +43,7 @@ def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served,
     first = cands.first
     assert first.locator(".claim").inner_text()
     assert "BM25" in first.locator(".why").inner_text() and "kNN" in first.locator(".why").inner_text()
-    assert first.locator("meter").count() == 1
+    assert first.locator(".bar").count() == 1 and "Confidence" in first.locator(".confidence").inner_text()
     assert first.get_by_role("link", name="Read the fact-check").count() == 1
     # a <script> post is text: shown, never run
     x = item(page, xss_id)
@@ -148,7 +148,7 @@ def test_a_post_without_the_csrf_token_is_refused(context, served, keys):
     post_id = submit(served, keys["ana"], "Vitamin C megadoses cure covid")
     page = context.new_page()
     sign_in(page, keys["ana"])
-    version = item(page, post_id).locator("form.decide input[name=version]").input_value()
+    version = item(page, post_id).get_attribute("data-version")
     for form in ({"post_id": post_id, "choice": "none", "version": version},
                  {"post_id": post_id, "choice": "none", "version": version, "csrf_token": "forged"}):
         resp = page.request.post("/desk/decide", form=form)
@@ -169,3 +169,57 @@ def test_an_expired_session_returns_to_sign_in(context, served, keys, desk_servi
     assert "/desk/signin" in page.url
     assert "session ended" in page.get_by_role("alert").inner_text()
     sign_in(page, keys["ana"])  # and back in
+
+
+def test_manual_match_through_the_search_panel(context, served, keys):
+    post_id = submit(served, keys["ana"], "Holding your breath for ten seconds is a test for the coronavirus")
+    page = context.new_page()
+    sign_in(page, keys["ana"])
+    item(page, post_id).focus()
+    page.keyboard.press("/")
+    panel = page.locator("#manual")
+    assert panel.is_visible()
+    # one panel, opened under the item it is for
+    assert page.evaluate(f"document.getElementById('manual').previousElementSibling.id") == dom_id(post_id)
+    page.get_by_label("Find a fact-check for a manual match").fill("coronavirus")
+    page.keyboard.press("Enter")
+    found = panel.locator(".search-results li")
+    found.first.wait_for()
+    claim = found.first.locator(".claim").inner_text()
+    found.first.get_by_role("button", name="Match this fact-check").click()
+    wait_for(lambda: item(page, post_id).get_attribute("data-status") == "confirmed", what="the manual match")
+    assert not panel.is_visible()
+    got = review(served, keys["ana"], post_id)
+    decision = got["decisions"][-1]
+    assert decision["action"] == "manual" and decision["actor"] == "Ana Reviewer" and decision["factcheck_id"]
+    assert claim  # the reviewer saw what they chose
+
+
+def test_a_note_goes_with_the_decision_and_is_shown_as_text(context, served, keys):
+    post_id = submit(served, keys["ana"], "Sunlight kills the virus in seconds, says a viral video")
+    page = context.new_page()
+    sign_in(page, keys["ana"])
+    it = item(page, post_id)
+    it.get_by_role("link", name="Add a note").click()
+    note = '<b>seen</b> on Telegram too <script>window.__xss = 3</script>'
+    it.get_by_label("Note (kept with your decision)").fill(note)
+    it.get_by_role("button", name="None of these").click()
+    wait_for(lambda: item(page, post_id).get_attribute("data-status") == "no_match", what="the decision")
+    got = review(served, keys["ana"], post_id)
+    assert got["decisions"][-1]["note"] == note
+    assert note in item(page, post_id).locator(".note-text").inner_text()
+    assert page.evaluate("window.__xss") is None
+    # the item's own page always has the note field (the way in without scripts)
+    page.goto(f"/desk/items/{post_id}")
+    assert "Telegram" in page.locator("table").inner_text()
+
+
+def test_the_queue_says_when_new_posts_arrive(context, served, keys):
+    submit(served, keys["ana"], "Masks cause oxygen deficiency in children")
+    page = context.new_page()
+    sign_in(page, keys["ana"])
+    poll = page.locator("#fresh").get_attribute("hx-get")
+    assert page.request.get(poll).text().count("new post") == 0
+    submit(served, keys["ana"], "Masks cause carbon dioxide poisoning, doctors warn")
+    answer = page.request.get(poll).text()
+    assert "1 new post since this page was drawn" in answer and "Show them" in answer

@@ -1,7 +1,9 @@
 /* The desk's keyboard and focus handling (no build step; htmx does the requests).
    j/k move between posts, 1-5 confirm candidate n, x none of these, n not a claim, r reject all,
    u undo the last decision made on this page, / search for a manual match, Esc leaves a field.
-   A key only clicks a button the page shows, so a key does exactly what the button does. */
+   A key only clicks a button the page shows, so a key does exactly what the button does.
+   The queue page has one manual-search panel, moved under the item it is opened for, and an
+   item's note field is made when asked for: 50 items' worth of them would slow the page. */
 (function () {
   "use strict";
   var last = null;      // id of the item decided last on this page (for u)
@@ -45,6 +47,52 @@
     return false;
   }
 
+  function openManual(it) {
+    var panel = document.getElementById("manual");
+    if (!it || !panel || it.dataset.status !== "pending") { return false; }
+    var f = panel.querySelector("form");
+    f.elements.post_id.value = it.dataset.postId;
+    f.elements.version.value = it.dataset.version;
+    var h = it.querySelector("h2");
+    panel.querySelector(".manual-for").textContent = h ? h.textContent : "this post";
+    document.getElementById("manual-results").textContent = "";
+    it.after(panel);
+    panel.hidden = false;
+    panel.dataset.item = it.id;
+    f.elements.q.focus();
+    return true;
+  }
+
+  function closeManual(refocus) {
+    var panel = document.getElementById("manual");
+    if (!panel || panel.hidden) { return; }
+    panel.hidden = true;
+    var it = document.getElementById(panel.dataset.item || "");
+    if (refocus && it) { focusItem(it); }
+  }
+
+  function addNote(it) {
+    var f = it && it.querySelector("form.decide");
+    if (!f) { return false; }
+    var box = f.querySelector("textarea[name=note]");
+    if (!box) {
+      var p = document.createElement("p"), label = document.createElement("label");
+      box = document.createElement("textarea");
+      p.className = "note-field";
+      box.id = it.id + "-note";
+      box.name = "note";
+      box.rows = 2;
+      box.maxLength = parseInt(document.body.dataset.noteMax || "2000", 10);
+      label.htmlFor = box.id;
+      label.textContent = "Note (kept with your decision)";
+      p.appendChild(label);
+      p.appendChild(box);
+      f.insertBefore(p, f.querySelector(".actions"));
+    }
+    box.focus();
+    return true;
+  }
+
   function say(text) {
     var box = document.getElementById("messages");
     if (box) { box.textContent = text; }
@@ -54,7 +102,8 @@
     if (e.ctrlKey || e.metaKey || e.altKey) { return; }
     var t = e.target;
     if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
-      if (e.key === "Escape" && t.closest("article.item")) { focusItem(t.closest("article.item")); }
+      if (e.key === "Escape" && t.closest("#manual")) { closeManual(true); }
+      else if (e.key === "Escape" && t.closest("article.item")) { focusItem(t.closest("article.item")); }
       return;
     }
     var it = current(), done = true;
@@ -66,10 +115,7 @@
         done = press(it, e.key); break;
       case "u":
         done = press(last ? document.getElementById(last) : null, "u") || press(it, "u"); break;
-      case "/":
-        var q = it && it.querySelector("input.q");
-        if (q) { q.focus(); } else { done = false; }
-        break;
+      case "/": done = openManual(it); break;
       default: done = false;
     }
     if (done) { e.preventDefault(); }
@@ -77,6 +123,8 @@
 
   document.addEventListener("htmx:beforeRequest", function (e) {
     var it = e.target.closest ? e.target.closest("article.item") : null;
+    var panel = e.target.closest ? e.target.closest("#manual") : null;
+    if (!it && panel) { it = document.getElementById(panel.dataset.item || ""); }
     inFlight = it && e.detail.requestConfig.verb === "post" ? it.id : null;
   });
 
@@ -88,6 +136,7 @@
     if (!it) { return; }
     var heading = it.querySelector("h2");
     var label = it.querySelector(".badge.status");
+    if (status === 200) { closeManual(false); }
     if (status === 200 && it.dataset.status !== "pending") {
       last = it.id;
       say("Recorded: " + (label ? label.textContent : it.dataset.status) + " for " + (heading ? heading.textContent : "the post") + ". Press u to undo.");
@@ -96,6 +145,15 @@
       if (status === 200) { say("Undone: " + (heading ? heading.textContent : "the post") + " is pending again."); }
       focusItem(it);
     }
+  });
+
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a.manual-link, a.note-link, button.manual-close") : null;
+    if (!a) { return; }
+    var it = a.closest("article.item");
+    var done = a.classList.contains("manual-close") ? (closeManual(true), true)
+      : a.classList.contains("manual-link") ? openManual(it) : addNote(it);
+    if (done) { e.preventDefault(); }
   });
 
   document.addEventListener("change", function (e) {

@@ -77,22 +77,48 @@ def test_decision_record():
         p.decision("post-1", "none", "x" * 101)
 
 
+def pick(post_id, version="", top=""):
+    return p.pick_value({"post_id": post_id, "version": version,
+                         "candidates": [{"factcheck_id": top}] if top else []})
+
+
 def test_bulk_decisions():
-    fields = {"top.a": "fc-1", "v.a": "2:1", "top.b": "fc-7", "v.b": "5:1"}
-    assert p.bulk_decisions(["a", "b", "a"], "confirm_top", fields) == [
-        {"post_id": "a", "action": "confirm", "factcheck_id": "fc-1", "version": "2:1"},
+    a, b = pick("a&x=1", "2:1", "fc 1"), pick("b", "5:1", "fc-7")
+    assert p.bulk_decisions([a, b, a], "confirm_top") == [
+        {"post_id": "a&x=1", "action": "confirm", "factcheck_id": "fc 1", "version": "2:1"},
         {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": "5:1"}]
-    assert p.bulk_decisions(["a"], "reject", fields) == [{"post_id": "a", "action": "reject", "version": "2:1"}]
+    assert p.bulk_decisions([a], "reject") == [{"post_id": "a&x=1", "action": "reject", "version": "2:1"}]
+    assert p.bulk_decisions([pick("c")], "reject") == [{"post_id": "c", "action": "reject"}]
 
 
-@pytest.mark.parametrize(("ids", "bulk", "fields", "names"), [
-    (["a"], "approve", {}, "unknown bulk action 'approve'"),
-    ([], "reject", {}, "no items selected"),
-    (["c"], "confirm_top", {}, "post 'c' has no candidate"),
+@pytest.mark.parametrize(("picks", "bulk", "names"), [
+    (["post=a"], "approve", "unknown bulk action 'approve'"),
+    ([], "reject", "no items selected"),
+    (["post=c&v=1:1"], "confirm_top", "post 'c' has no candidate"),
+    (["v=1:1&top=f"], "reject", "names no post"),
+    (["post=c&v=" + "9" * 101], "reject", "over 100 characters"),
 ])
-def test_bulk_decisions_refuse(ids, bulk, fields, names):
+def test_bulk_decisions_refuse(picks, bulk, names):
     with pytest.raises(BadInput, match=names):
-        p.bulk_decisions(ids, bulk, fields)
+        p.bulk_decisions(picks, bulk)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, "w0 unknown"), (0.0, "w0 low"), (0.49, "w10 low"), (0.5, "w10 medium"),
+    (0.81, "w16 high"), (1.0, "w20 high"), (1.7, "w20 high"), (-1, "w0 low"),
+])
+def test_bar_class(value, expected):
+    assert p.bar_class(value) == expected
+
+
+def test_fresh_count_and_seen_at_newest():
+    items = [{"created_at": "t2"}, {"created_at": "t2"}, {"created_at": "t1"}]
+    assert p.seen_at_newest(items) == 2 and p.seen_at_newest([]) == 0
+    assert p.fresh_count({"status": {"pending": 5}}, "2") == 3
+    assert p.fresh_count({"status": {"pending": 1}}, "2") == 0  # one of them decided meanwhile
+    assert p.fresh_count({}, None) == 0
+    with pytest.raises(BadInput, match="invalid seen"):
+        p.fresh_count({}, "many")
 
 
 @pytest.mark.parametrize(("url", "expected"), [

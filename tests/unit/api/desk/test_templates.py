@@ -51,7 +51,11 @@ def test_item_escapes_post_claim_rating_and_ids(render):
     assert 'name="csrf_token" value="csrf-token"' in html
     assert 'data-key="1"' in html and "BM25 rank 1 · kNN similarity 0.80 · reranked (score 2.00)" in html
     assert f'id="{p.dom_id(item()["post_id"])}"' in html
-    assert '<meter id=' in html and 'value="0.91"' in html
+    assert 'Confidence 0.91 <span class="bar" aria-hidden="true"><span class="fill w18 high">' in html
+    # the post, its version and the way back travel in the form's action, not in hidden fields
+    assert 'action="/desk/decide?post_id=p-%3Cb%3E1%3C/b%3E%22&amp;version=3:1&amp;back=/desk/"' in html
+    assert html.count('type="hidden"') == 1
+    assert "textarea" not in html and "Add a note" in html and "Match by hand" in html
 
 
 def test_read_keys_get_no_buttons(render):
@@ -74,3 +78,18 @@ def test_search_results_escape(render):
 def test_conflict_message_is_an_alert(render):
     html = render("_item.html", item=item(), conflict="<b>Bo</b> already decided this item")
     assert 'role="alert">&lt;b&gt;Bo&lt;/b&gt; already decided' in html
+
+
+def test_the_items_own_page_has_the_note_field_and_notes_are_escaped(render):
+    last = {"id": "dec_1", "action": "none", "note": "<b>seen</b> on Telegram"}
+    html = render("_item.html", item=item(), with_note=True)
+    assert 'name="note"' in html and 'maxlength="2000"' in html and "Add a note" not in html
+    html = render("_item.html", item=item(status="no_match", last_decision=last))
+    assert "Note: &lt;b&gt;seen&lt;/b&gt; on Telegram" in html
+
+
+def test_fresh_says_how_many_and_keeps_polling(render):
+    html = render("_fresh.html", new=3, poll_url="/desk/fresh?since=x", state={"lang": "en"})
+    assert "3 new posts since this page was drawn" in html and 'href="/desk/?lang=en"' in html
+    assert 'hx-get="/desk/fresh?since=x"' in html and 'hx-trigger="every 30s"' in html
+    assert "new post" not in render("_fresh.html", new=0, poll_url="/desk/fresh", state={})
