@@ -78,12 +78,11 @@ class ReviewDesk:
     def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
                     post_date: str | None, source_url: str | None, result: dict[str, Any],
                     versions: dict[str, Any]) -> None:
-        """A pending item for a matched post (none without matches). A post matched again (a
-        resubmission, a redelivered job) refreshes a pending item's candidates and leaves a
-        decided one as its reviewer left it."""
+        """A pending item for a matched post; without matches too, with ``candidates: []`` (a
+        reviewer answers "none of these", "not a claim" or matches one by hand). A post matched
+        again (a resubmission, a redelivered job) refreshes a pending item's candidates and
+        leaves a decided one as its reviewer left it."""
         cands = candidates_of(result.get("matches") or [], bool(result.get("reranked")))
-        if not cands:
-            return
         self.ensure()
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
@@ -253,7 +252,7 @@ class ReviewDesk:
                                    f"({status.value}, by {item.get('decided_by')}): nothing was "
                                    f"recorded; undo it first to change it", decision=last)
         previous = ReviewStatus(last["from_status"]) if action is Action.UNDO and last else None
-        to_status = next_status(status, action, previous)
+        to_status = next_status(status, action, previous, has_candidates=bool(item.get("candidates")))
         fc = d.get("factcheck_id")
         if action is Action.CONFIRM and fc is None:
             fc = item["candidates"][0]["factcheck_id"]

@@ -70,20 +70,30 @@ EVENTS: dict[Action, str] = {Action.CONFIRM: "match.confirmed", Action.MANUAL: "
                              Action.REJECT: "match.rejected", Action.NONE: "match.rejected"}
 #: actions that name a fact-check: required for ``manual``, optional for the others listed
 NAMES_FACTCHECK = {Action.CONFIRM, Action.REJECT, Action.MANUAL}
+#: actions about the shown candidates: an item the matcher found none for does not take them
+ON_CANDIDATES = {Action.CONFIRM, Action.REJECT}
 
 
-def next_status(status: ReviewStatus, action: Action,
-                previous: ReviewStatus | None = None) -> ReviewStatus:
+def next_status(status: ReviewStatus, action: Action, previous: ReviewStatus | None = None,
+                has_candidates: bool = True) -> ReviewStatus:
     """The state ``action`` moves an item in ``status`` to.
 
-    A pending item takes any deciding action; a decided one only ``undo``, which returns it to
-    ``previous`` (the state before the decision it takes back; pending when not known). Anything
-    else is a 422 naming the state and what it allows: a decided item is undone first, never
-    silently re-decided."""
-    if status is ReviewStatus.PENDING and action in DECIDES:
+    A pending item takes any deciding action, except that one without candidates (the matcher
+    found none) takes no ``confirm`` or ``reject``: there is nothing shown to confirm or reject,
+    so ``none``, ``not_a_claim`` or a ``manual`` match. A decided item takes only ``undo``, which
+    returns it to ``previous`` (the state before the decision it takes back; pending when not
+    known). Anything else is a 422 naming the state and what it allows: a decided item is undone
+    first, never silently re-decided."""
+    if status is ReviewStatus.PENDING and action in DECIDES and (has_candidates or action not in ON_CANDIDATES):
         return DECIDES[action]
     if status is not ReviewStatus.PENDING and action is Action.UNDO:
         return previous or ReviewStatus.PENDING
+    if status is ReviewStatus.PENDING and action in ON_CANDIDATES:
+        allowed = ", ".join(a.value for a in DECIDES if a not in ON_CANDIDATES)
+        raise InvalidRequest(f"action {action.value!r} is not allowed on an item without "
+                             f"candidates (the matcher found none); it allows: {allowed}",
+                             errors=[{"field": "action", "message": "the item has no candidates",
+                                      "type": "state"}])
     allowed = "undo" if status is not ReviewStatus.PENDING else ", ".join(a.value for a in DECIDES)
     raise InvalidRequest(f"action {action.value!r} is not allowed on an item that is "
                          f"{status.value}; it allows: {allowed}",
@@ -123,7 +133,8 @@ def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
 def item_record(*, tenant: str, post_id: str, text: str, lang: str | None, date: str | None,
                 source_url: str | None, config: str | None, versions: Mapping[str, Any],
                 candidates: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
-    """A new pending review item (its stored body)."""
+    """A new pending review item (its stored body). Without candidates its ``confidence`` is
+    ``None``: the queue sorts it after every scored item and no confidence filter selects it."""
     top = candidates[0]["confidence"] if candidates else None
     return {"post_id": post_id, "tenant": tenant, "text": text, "lang": lang, "date": date,
             "source_url": source_url, "status": ReviewStatus.PENDING.value, "confidence": top,

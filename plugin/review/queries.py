@@ -18,7 +18,8 @@ from plugin.review.model import ReviewStatus
 
 #: the most items one queue page holds
 MAX_LIMIT = 200
-#: confidence bands counted for the filter (the top candidate's calibrated confidence)
+#: confidence bands counted for the filter (the top candidate's calibrated confidence). An item
+#: without one (no candidates, or a configuration without a confidence model) is in no band
 CONFIDENCE_BANDS = ({"key": "low", "to": 0.5}, {"key": "medium", "from": 0.5, "to": 0.8},
                     {"key": "high", "from": 0.8})
 #: age bands counted for the filter (by when the item was made)
@@ -41,7 +42,9 @@ class Sort(str, Enum):
                 {"field": "sort", "message": f"must be one of {valid}", "type": "enum"}]) from None
 
 
-#: each sort as OpenSearch sort clauses; ``post_id`` last makes the order total (search_after)
+#: each sort as OpenSearch sort clauses; ``post_id`` last makes the order total (search_after).
+#: Items without a confidence come after every scored one (``missing: _last``; their sort value
+#: is the string ``"-Infinity"``, which a cursor carries back to OpenSearch as is)
 SORTS: dict[Sort, list[dict[str, Any]]] = {
     Sort.NEWEST: [{"created_at": {"order": "desc"}}, {"post_id": {"order": "asc"}}],
     Sort.OLDEST: [{"created_at": {"order": "asc"}}, {"post_id": {"order": "asc"}}],
@@ -64,7 +67,10 @@ def lang_filter(lang: str | None) -> dict[str, Any] | None:
 
 
 def confidence_filter(low: float | None, high: float | None) -> dict[str, Any] | None:
-    """The top candidate's confidence within ``[low, high]`` (either end open when ``None``)."""
+    """The top candidate's confidence within ``[low, high]`` (either end open when ``None``).
+
+    Any bound leaves out items without a confidence: a "low" band means a weak candidate was
+    found, not that none was (those are found by status and sorted last by confidence)."""
     if low is None and high is None:
         return None
     bounds = {k: v for k, v in (("gte", low), ("lte", high)) if v is not None}

@@ -274,3 +274,31 @@ def test_manual_match_pagination_and_export(client, worker, tenant, api_services
                           "--since", "soon"], cwd=ROOT, env=settings_env(api_services.settings),
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_a_post_without_candidates_is_an_item_that_takes_none_not_a_claim_or_manual(client, worker, tenant):
+    ana = tenant.key("ana")
+    # posted in year one, before every fact-check: the matcher finds none, the post is still queued
+    bare = submit(client, ana, FIVE_G, date="0001-01-01")
+    scored = submit(client, ana)
+    item = client.get(f"/v1/review/{bare}", headers=ana).get_json()
+    assert (item["status"], item["candidates"], item["confidence"]) == ("pending", [], None)
+    for action in ("confirm", "reject"):
+        resp = decide(client, ana, {"post_id": bare, "action": action})
+        assert resp.status_code == 422 and "without candidates" in problem_of(resp)["detail"], resp.data
+    # sorted after every scored item; no confidence filter or band selects it
+    page = listed(client, ana, [bare, scored], sort="confidence")
+    assert [i["post_id"] for i in page["items"]] == [scored, bare]
+    assert sum(page["counts"]["confidence"].values()) == 1
+    assert [i["post_id"] for i in queue(client, ana, min_confidence=0)["items"]] == [scored]
+    top = page["items"][0]["confidence"]
+    assert [i["post_id"] for i in queue(client, ana, max_confidence=top)["items"]] == [scored]
+    assert decide(client, ana, {"post_id": bare, "action": "none"}).status_code == 201
+    assert client.get(f"/v1/review/{bare}", headers=ana).get_json()["status"] == "no_match"
+    assert decide(client, ana, {"post_id": bare, "action": "undo"}).status_code == 201
+    assert decide(client, ana, {"post_id": bare, "action": "not_a_claim"}).status_code == 201
+    assert decide(client, ana, {"post_id": bare, "action": "undo"}).status_code == 201
+    resp = decide(client, ana, {"post_id": bare, "action": "manual", "factcheck_id": "api-2"})
+    assert resp.status_code == 201, resp.data
+    (manual,) = resp.get_json()["decisions"]
+    assert (manual["to_status"], manual["rank"], manual["candidates"]) == ("confirmed", None, [])
