@@ -23,6 +23,7 @@ from plugin.review import queries as q
 from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, candidate,
                                  candidates_of, decided_item, decision_record, item_record,
                                  next_status, superseded, training_pairs)
+from plugin.review.rules import TenantRules
 from plugin.settings import Settings
 
 #: what a decision may carry; anything else is a 422 naming the field
@@ -54,6 +55,7 @@ class ReviewDesk:
 
     def __init__(self, store: Store, settings: Settings, *,
                  matcher: Callable[[], Any] | None = None, notify: Notify | None = None,
+                 rules: Callable[[str], TenantRules] | None = None,
                  clock: Callable[[], str] = now_iso) -> None:
         self.store = store
         self.settings = settings
@@ -63,6 +65,8 @@ class ReviewDesk:
         self._matcher = matcher
         #: plans and sends the ``match.confirmed``/``match.rejected`` webhooks of recorded decisions
         self.notify = notify
+        #: a tenant's review rules (``Services.review_rules.for_tenant``); none: queue every post
+        self.rules = rules or (lambda tenant: TenantRules())
         self.clock = clock
         self._ready = False
 
@@ -77,12 +81,19 @@ class ReviewDesk:
     # -- items ----------------------------------------------------------------------------------
     def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
                     post_date: str | None, source_url: str | None, result: dict[str, Any],
-                    versions: dict[str, Any]) -> None:
+                    versions: dict[str, Any]) -> bool:
         """A pending item for a matched post; without matches too, with ``candidates: []`` (a
         reviewer answers "none of these", "not a claim" or matches one by hand). A post matched
         again (a resubmission, a redelivered job) refreshes a pending item's candidates and
-        leaves a decided one as its reviewer left it."""
+        leaves a decided one as its reviewer left it.
+
+        The tenant's rules (``plugin.review.rules``) are applied here, the one place items are
+        made: a post they keep out makes no item and leaves an existing one as it is. Returns
+        whether the rules queue the post."""
         cands = candidates_of(result.get("matches") or [], bool(result.get("reranked")))
+        best = cands[0]["confidence"] if cands else None
+        if not self.rules(tenant).queues(post_lang, best, bool(cands)):
+            return False
         self.ensure()
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
@@ -90,17 +101,18 @@ class ReviewDesk:
                            versions=versions, candidates=cands, created_at=self.clock())
         try:
             self.store.put(self.items, doc_id, body, create=True)
-            return
+            return True
         except Conflict:
             pass
         found = self.store.mget(self.items, [doc_id], source=["status", "created_at"]).get(doc_id)
         if found is None or found["_source"].get("status") != ReviewStatus.PENDING.value:
-            return
+            return True
         try:
             self.store.put(self.items, doc_id, {**body, "created_at": found["_source"]["created_at"]},
                            if_seq_no=found["_seq_no"], if_primary_term=found["_primary_term"])
         except Conflict:
             pass  # decided meanwhile: the reviewer's decision stands
+        return True
 
     def _hits(self, tenant: str, post_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``."""

@@ -302,3 +302,35 @@ def test_a_post_without_candidates_is_an_item_that_takes_none_not_a_claim_or_man
     assert resp.status_code == 201, resp.data
     (manual,) = resp.get_json()["decisions"]
     assert (manual["to_status"], manual["rank"], manual["candidates"]) == ("confirmed", None, [])
+
+
+def test_tenant_rules_decide_which_posts_become_items(api_services, api_corpus, tmp_path):
+    """The post job's real path (match, learning, ``record_item``) under a rules file: a tenant
+    that queues Spanish posts only gets no item for an English one, a tenant with ``queue:
+    false`` none at all, and a tenant the file does not name gets both."""
+    from plugin.errors import NotFound
+    from plugin.service.handlers import run_post
+    from plugin.service.services import Services
+
+    tag = uuid.uuid4().hex[:8]
+    spanish, off, other = f"rules-es-{tag}", f"rules-off-{tag}", f"rules-any-{tag}"
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"tenants": {spanish: {"langs": ["es"]}, off: {"queue": False}}}))
+    settings = api_services.settings.model_copy(update={"review_rules_path": str(path)})
+    svc = Services(settings, store=api_services.store, embedder=api_services.embedder)
+    posts = {"en": {"id": f"rules-en-{tag}", "text": FIVE_G, "lang": "en"},
+             "es": {"id": f"rules-es-{tag}", "text": "Las antenas 5G propagan el coronavirus", "lang": "es"}}
+
+    def item(tenant: str, post: dict) -> dict | None:
+        run_post(svc, {"id": f"job-{tenant}-{post['id']}", "tenant": tenant, "input": {"post": post}},
+                 lambda delivery_id: None)
+        try:
+            return svc.review.item(tenant, post["id"])
+        except NotFound:
+            return None
+
+    assert item(spanish, posts["en"]) is None
+    assert item(spanish, posts["es"])["lang"] == "es"
+    assert item(off, posts["en"]) is None and item(off, posts["es"]) is None
+    assert item(other, posts["en"])["status"] == "pending"
+    assert item(other, posts["es"])["status"] == "pending"
