@@ -74,7 +74,7 @@ def review_item(post_id: str) -> Response:
                    "the list (422), an unknown post or fact-check (404), an item another reviewer "
                    "decided first or that changed since `version` (409, its body carries that "
                    "`decision`), a list over the limit (413) record nothing. The actor is the API "
-                   "key's name. `match.confirmed` and `match.rejected` webhooks follow.")
+                   "key's name. `match.confirmed`, `match.rejected` and `match.undone` webhooks follow.")
 def review_decide() -> Response:
     body = read_json_value()
     decisions = body if isinstance(body, list) else [body]

@@ -28,8 +28,10 @@ from plugin.settings import Settings
 
 #: what a decision may carry; anything else is a 422 naming the field
 DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
-#: (tenant, recorded decisions, the items they decided) → planned webhook deliveries
-Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]]], Any]
+#: (tenant, recorded decisions, the items they decided, {undo id: the decision it took back})
+#: → planned webhook deliveries
+Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]],
+                   dict[str, dict[str, Any]]], Any]
 
 
 def item_id(tenant: str, post_id: str) -> str:
@@ -63,7 +65,7 @@ class ReviewDesk:
         self.log = settings.decisions_index
         #: the matcher manual matches search with (``Services.matcher``), built on first use
         self._matcher = matcher
-        #: plans and sends the ``match.confirmed``/``match.rejected`` webhooks of recorded decisions
+        #: plans and sends the webhooks of recorded decisions (``plugin.review.events``)
         self.notify = notify
         #: a tenant's review rules (``Services.review_rules.for_tenant``); none: queue every post
         self.rules = rules or (lambda tenant: TenantRules())
@@ -301,7 +303,9 @@ class ReviewDesk:
                 if not ok:
                     raise BackendError(f"the decision log refused an entry: {str(info)[:300]}")
             if self.notify is not None:
-                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved})
+                undone = {d["id"]: hit["_source"]["last_decision"] for hit, d, _ in moved
+                          if d["supersedes"]}
+                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved}, undone)
         if lost:
             first = self._hits(tenant, [lost[0][0]["_source"]["post_id"]])
             winner = next(iter(first.values()), {}).get("_source", {}).get("last_decision")

@@ -65,9 +65,11 @@ DECIDES: dict[Action, ReviewStatus] = {
     Action.REJECT: ReviewStatus.REJECTED, Action.NONE: ReviewStatus.NO_MATCH,
     Action.NOT_A_CLAIM: ReviewStatus.NOT_A_CLAIM,
 }
-#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for the others
+#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for
+#: ``not_a_claim``. Every undo sends ``match.undone``, naming the decision it took back
 EVENTS: dict[Action, str] = {Action.CONFIRM: "match.confirmed", Action.MANUAL: "match.confirmed",
-                             Action.REJECT: "match.rejected", Action.NONE: "match.rejected"}
+                             Action.REJECT: "match.rejected", Action.NONE: "match.rejected",
+                             Action.UNDO: "match.undone"}
 #: actions that name a fact-check: required for ``manual``, optional for the others listed
 NAMES_FACTCHECK = {Action.CONFIRM, Action.REJECT, Action.MANUAL}
 #: actions about the shown candidates: an item the matcher found none for does not take them

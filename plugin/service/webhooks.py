@@ -59,6 +59,8 @@ class Event(str, Enum):
     #: a reviewer's decision (plugin.review)
     MATCH_CONFIRMED = "match.confirmed"
     MATCH_REJECTED = "match.rejected"
+    #: a reviewer took a decision back (``undo``): the data names the decision undone
+    MATCH_UNDONE = "match.undone"
 
 
 # -- pure functions ---------------------------------------------------------------------------

@@ -334,3 +334,37 @@ def test_tenant_rules_decide_which_posts_become_items(api_services, api_corpus, 
     assert item(off, posts["en"]) is None and item(off, posts["es"]) is None
     assert item(other, posts["en"])["status"] == "pending"
     assert item(other, posts["es"])["status"] == "pending"
+
+
+def test_undo_delivers_a_signed_match_undone_naming_the_decision_it_took_back(client, worker, tenant, receiver):
+    from plugin.service.keys import Scope
+
+    ana, bo = tenant.key("ana"), tenant.key("bo")
+    path, elsewhere = f"/undone-{uuid.uuid4().hex[:8]}", f"/undone-other-{uuid.uuid4().hex[:8]}"
+    sub = client.post("/v1/webhooks", headers=ana, json={
+        "url": receiver.url(path), "events": ["match.undone"]}).get_json()
+    eve = tenant.key("eve", Scope.WRITE, of=f"other-{uuid.uuid4().hex[:8]}")
+    other = client.post("/v1/webhooks", headers=eve, json={
+        "url": receiver.url(elsewhere), "events": ["match.undone"]}).get_json()
+    post_id = submit(client, ana)
+    (confirm,) = decide(client, ana, {"post_id": post_id, "action": "confirm"}).get_json()["decisions"]
+    resp = decide(client, bo, {"post_id": post_id, "action": "undo"})
+    assert resp.status_code == 201, resp.data
+    (undo,) = resp.get_json()["decisions"]
+
+    (got,) = wait_for(lambda: receiver.received(path), what="the match.undone webhook")
+    headers, body = got["headers"], got["body"]
+    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
+                   hashlib.sha256).hexdigest()
+    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
+    assert headers["X-FactSieve-Event"] == "match.undone"
+    payload = json.loads(body)
+    assert payload["event"] == "match.undone" and payload["subscription_id"] == sub["id"]
+    data = payload["data"]
+    assert (data["decision"]["id"], data["decision"]["actor"]) == (undo["id"], "bo")
+    assert data["undone"] == {k: confirm[k] for k in ("id", "action", "factcheck_id", "actor", "at", "origin")}
+    assert data["undone"]["actor"] == "ana" and data["factcheck"]["factcheck_id"] == confirm["factcheck_id"]
+    assert data["post"]["id"] == post_id
+    assert receiver.received(elsewhere) == []  # another tenant's subscription hears nothing
+    client.delete(f"/v1/webhooks/{sub['id']}", headers=ana)
+    client.delete(f"/v1/webhooks/{other['id']}", headers=eve)
