@@ -31,6 +31,8 @@ class Sort(str, Enum):
     NEWEST = "newest"
     OLDEST = "oldest"
     CONFIDENCE = "confidence"
+    #: newest decided first (the history); undecided items after every decided one
+    DECIDED = "decided"
 
     @classmethod
     def parse(cls, value: str) -> Sort:
@@ -50,6 +52,7 @@ SORTS: dict[Sort, list[dict[str, Any]]] = {
     Sort.OLDEST: [{"created_at": {"order": "asc"}}, {"post_id": {"order": "asc"}}],
     Sort.CONFIDENCE: [{"confidence": {"order": "desc", "missing": "_last"}},
                       {"created_at": {"order": "desc"}}, {"post_id": {"order": "asc"}}],
+    Sort.DECIDED: [{"decided_at": {"order": "desc", "missing": "_last"}}, {"post_id": {"order": "asc"}}],
 }
 
 

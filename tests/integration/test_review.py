@@ -368,3 +368,33 @@ def test_undo_delivers_a_signed_match_undone_naming_the_decision_it_took_back(cl
     assert receiver.received(elsewhere) == []  # another tenant's subscription hears nothing
     client.delete(f"/v1/webhooks/{sub['id']}", headers=ana)
     client.delete(f"/v1/webhooks/{other['id']}", headers=eve)
+
+
+def desk_signin(client, headers: dict) -> None:
+    """Sign the test client in to the desk with the key in ``headers`` (its session cookie)."""
+    import re
+
+    page = client.get("/desk/signin").get_data(as_text=True)
+    token = re.search(r'name="signin_token" value="([^"]+)"', page).group(1)
+    key = headers["Authorization"].removeprefix("Bearer ")
+    resp = client.post("/desk/signin", data={"signin_token": token, "api_key": key, "next": "/desk/"})
+    assert resp.status_code == 303, resp.data[:300]
+
+
+def test_the_history_lists_decided_items_newest_decided_first(client, worker, tenant):
+    ana = tenant.key("ana")
+    posts = [submit(client, ana, FIVE_G + f" [{i}]") for i in range(4)]
+    listed(client, ana, posts)
+    for i in (0, 2, 1):  # decided in this order, one request each; posts[3] stays pending
+        assert decide(client, ana, {"post_id": posts[i], "action": "confirm"}).status_code == 201
+    by_decision = [i["post_id"] for i in queue(client, ana, status="any", sort="decided")["items"]]
+    assert by_decision == [posts[1], posts[2], posts[0], posts[3]]
+    first = queue(client, ana, status="confirmed", sort="decided", limit=2)
+    rest = queue(client, ana, status="confirmed", sort="decided", limit=2, cursor=first["next"])
+    assert [i["post_id"] for i in first["items"] + rest["items"]] == [posts[1], posts[2], posts[0]]
+
+    desk_signin(client, ana)
+    page = client.get("/desk/history").get_data(as_text=True)  # its default order
+    assert sorted(posts[:3], key=page.index) == [posts[1], posts[2], posts[0]]
+    page = client.get("/desk/history?sort=oldest").get_data(as_text=True)
+    assert sorted(posts[:3], key=page.index) == posts[:3]

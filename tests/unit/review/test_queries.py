@@ -41,6 +41,7 @@ def test_queue_body_is_faceted():
     (Sort.NEWEST, {"created_at": {"order": "desc"}}),
     (Sort.OLDEST, {"created_at": {"order": "asc"}}),
     (Sort.CONFIDENCE, {"confidence": {"order": "desc", "missing": "_last"}}),
+    (Sort.DECIDED, {"decided_at": {"order": "desc", "missing": "_last"}}),
 ])
 def test_sorts_are_total(sort, first):
     clauses = queue_body("t", sort=sort)["sort"]
@@ -58,7 +59,8 @@ def test_cursor_round_trip_and_refusals():
 
 def test_sort_parse():
     assert Sort.parse("oldest") is Sort.OLDEST
-    with pytest.raises(InvalidRequest, match="newest, oldest, confidence"):
+    assert Sort.parse("decided") is Sort.DECIDED
+    with pytest.raises(InvalidRequest, match="newest, oldest, confidence, decided"):
         Sort.parse("random")
 
 
