@@ -330,17 +330,21 @@ class ReviewDesk:
                  "url": m.get("url"), "lang": m.get("lang"), "score": m.get("score")}
                 for m in result["matches"]]
 
-    def export(self, tenant: str, since: str | None = None) -> Iterator[dict[str, Any]]:
-        """The tenant's decisions (made at or after ``since``) as training pairs, oldest first;
-        undone decisions and their undos teach nothing and are left out."""
+    def export(self, tenant: str, since: str | None = None, *,
+               page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """The tenant's decisions (made at or after ``since``) as training pairs, oldest first
+        (by ``at``, then id); undone decisions and their undos teach nothing and are left out.
+
+        Streams: a first pass reads only the undos and keeps the ids they took back (all it
+        holds), the second pages through the log ``page_size`` decisions at a time. A decision
+        undone between the two passes is still exported (the log as it was at the first)."""
         self.ensure()
-        body = q.export_query(tenant, _iso(since, "since") if since else None)
-        found = sorted((h["_source"] for h in self.store.scan(self.log, body)),
-                       key=lambda d: (d["at"], d["id"]))
-        dropped = superseded(found)
-        for decision in found:
-            if decision["id"] not in dropped:
-                yield from training_pairs(decision)
+        since = _iso(since, "since") if since else None
+        undos = self.store.sorted_hits(self.log, q.export_query(tenant, since, undos=True), size=page_size)
+        dropped = superseded(h["_source"] for h in undos)
+        for hit in self.store.sorted_hits(self.log, q.export_query(tenant, since), size=page_size):
+            if hit["_source"]["id"] not in dropped:
+                yield from training_pairs(hit["_source"])
 
 
 #: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)

@@ -210,10 +210,7 @@ def training_pairs(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def superseded(decisions: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Ids of decisions an undo took back, and of the undos themselves (neither teaches)."""
-    out = set()
-    for d in decisions:
-        if d.get("supersedes"):
-            out.update((d["supersedes"], d["id"]))
-    return out
+def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Ids of the decisions ``undos`` took back: they teach nothing (nor does an undo itself,
+    ``training_pairs``). All the export holds in memory."""
+    return {d["supersedes"] for d in undos if d.get("supersedes")}

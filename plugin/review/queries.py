@@ -164,7 +164,17 @@ def decisions_body(tenant: str, post_id: str, limit: int = 1000) -> dict[str, An
             "sort": [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]}
 
 
-def export_query(tenant: str, since: str | None = None) -> dict[str, Any]:
-    """The tenant's decisions (since ``since``), for a scan: the export's input."""
-    return {"query": bool_filter([tenant_filter(tenant),
-                                  {"range": {"at": {"gte": since}}} if since else None])}
+#: the decision log's total order, which the export pages through (``search_after``)
+EXPORT_SORT = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
+
+
+def export_query(tenant: str, since: str | None = None, *, undos: bool = False) -> dict[str, Any]:
+    """The tenant's decisions made at or after ``since``, oldest first: the export's input.
+    ``undos``: only the undos, and of each only what it took back (the export's first pass; an
+    undo is never older than what it undid, so ``since`` applies to them too)."""
+    body: dict[str, Any] = {"query": bool_filter([
+        tenant_filter(tenant), {"range": {"at": {"gte": since}}} if since else None,
+        {"term": {"action": "undo"}} if undos else None]), "sort": EXPORT_SORT}
+    if undos:
+        body["_source"] = ["supersedes"]
+    return body

@@ -398,3 +398,34 @@ def test_the_history_lists_decided_items_newest_decided_first(client, worker, te
     assert sorted(posts[:3], key=page.index) == [posts[1], posts[2], posts[0]]
     page = client.get("/desk/history?sort=oldest").get_data(as_text=True)
     assert sorted(posts[:3], key=page.index) == posts[:3]
+
+
+def test_the_export_streams_in_pages_with_the_same_pairs(api_services):
+    """More decisions than a page: the paged export gives exactly the pairs of the whole log read
+    at once and sorted by (at, id), undone decisions and their undos left out."""
+    from plugin.review.model import training_pairs
+
+    desk, tenant = api_services.review, f"rv-export-{uuid.uuid4().hex[:8]}"
+    posts = [f"exp-{i}" for i in range(7)]
+    for i, post_id in enumerate(posts):
+        matches = [{"id": f"fc-{i}-{r}", "claim": f"claim {r}", "rank": r, "score": 1 / r,
+                    "confidence": 0.9 / r, "explain": {"bm25:post": {"rank": r, "score": 1.0}}}
+                   for r in (1, 2, 3)]
+        desk.record_item(tenant, post_id, f"post {i}", "en", None, None,
+                         {"matches": matches, "config": "t"}, {"retrieval_config": "t"})
+    # one bulk list (one ``at``: ties broken by id), then undos and new decisions on some
+    desk.decide(tenant, "ana", [{"post_id": p, "action": "confirm", "factcheck_id": f"fc-{i}-2"}
+                                for i, p in enumerate(posts)])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "undo"}, {"post_id": posts[5], "action": "undo"}])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "reject"}])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "undo"}])
+    log = sorted((h["_source"] for h in api_services.store.scan(
+        api_services.settings.decisions_index, {"query": {"term": {"tenant": tenant}}})),
+        key=lambda d: (d["at"], d["id"]))
+    assert len(log) == 11
+    gone = {d["supersedes"] for d in log if d["supersedes"]} | {d["id"] for d in log if d["supersedes"]}
+    expected = [pair for d in log if d["id"] not in gone for pair in training_pairs(d)]
+    assert len(expected) == 10  # five confirms kept, each a positive and a negative above it
+    assert list(desk.export(tenant, page_size=2)) == expected
+    assert list(desk.export(tenant, page_size=3)) == list(desk.export(tenant)) == expected
+    assert list(desk.export(tenant, since="2999-01-01", page_size=2)) == []

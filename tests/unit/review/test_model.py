@@ -143,7 +143,7 @@ def test_training_pairs(action, fc, expected):
     assert all(r["post_text"] == "<script>x</script>" for r in rows)
 
 
-def test_an_undo_drops_itself_and_what_it_took_back():
+def test_an_undo_drops_what_it_took_back_and_teaches_nothing_itself():
     ds = [_decision(Action.CONFIRM, "fc1", "d1"), _decision(Action.UNDO, None, "d2", supersedes="d1"),
           _decision(Action.REJECT, None, "d3")]
-    assert superseded(ds) == {"d1", "d2"}
+    assert superseded(ds) == {"d1"} and training_pairs(ds[1]) == []

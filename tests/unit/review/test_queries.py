@@ -80,6 +80,10 @@ def test_counts_list_every_status():
 def test_decision_bodies_are_tenant_scoped():
     body = decisions_body("t", "p")
     assert body["query"]["bool"]["filter"] == [{"term": {"tenant": "t"}}, {"term": {"post_id": "p"}}]
-    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}}
+    order = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
+    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}, "sort": order}
     assert export_query("t", "2024-01-01")["query"]["bool"]["filter"][1] == \
         {"range": {"at": {"gte": "2024-01-01"}}}
+    assert export_query("t", undos=True) == {
+        "query": {"bool": {"filter": [{"term": {"tenant": "t"}}, {"term": {"action": "undo"}}]}},
+        "sort": order, "_source": ["supersedes"]}
