@@ -67,6 +67,20 @@ def decide(client, headers, body):
     return client.post("/v1/review/decisions", json=body, headers=headers)
 
 
+def signed_payload(receiver, path: str, sub: dict, event: str) -> dict:
+    """The one delivery ``path`` received, once it has: signed with ``sub``'s secret, for
+    ``event``; its JSON body."""
+    (got,) = wait_for(lambda: receiver.received(path), what=f"the {event} webhook")
+    headers, body = got["headers"], got["body"]
+    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
+                   hashlib.sha256).hexdigest()
+    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
+    assert headers["X-FactSieve-Event"] == event
+    payload = json.loads(body)
+    assert payload["event"] == event and payload["subscription_id"] == sub["id"]
+    return payload
+
+
 def test_a_matched_post_becomes_a_pending_item_with_its_candidates(client, worker, tenant):
     ana = tenant.key("ana")
     post_id = submit(client, ana, "<script>alert(1)</script> " + FIVE_G)
@@ -110,14 +124,8 @@ def test_confirm_records_actor_versions_signals_and_delivers_signed_match_confir
     post = client.get(f"/v1/posts/{post_id}", headers=ana).get_json()
     assert [d["id"] for d in post["decisions"]] == [decision["id"]]
 
-    (got,) = wait_for(lambda: receiver.received(path), what="the match.confirmed webhook")
-    headers, body = got["headers"], got["body"]
-    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
-                   hashlib.sha256).hexdigest()
-    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
-    assert headers["X-FactSieve-Event"] == "match.confirmed"
-    payload = json.loads(body)
-    assert payload["event"] == "match.confirmed" and payload["data"]["decision"]["id"] == decision["id"]
+    payload = signed_payload(receiver, path, sub, "match.confirmed")
+    assert payload["data"]["decision"]["id"] == decision["id"]
     assert payload["data"]["post"]["id"] == post_id and payload["data"]["factcheck"]["factcheck_id"] == "api-2"
     client.delete(f"/v1/webhooks/{sub['id']}", headers=ana)
 
@@ -352,15 +360,7 @@ def test_undo_delivers_a_signed_match_undone_naming_the_decision_it_took_back(cl
     assert resp.status_code == 201, resp.data
     (undo,) = resp.get_json()["decisions"]
 
-    (got,) = wait_for(lambda: receiver.received(path), what="the match.undone webhook")
-    headers, body = got["headers"], got["body"]
-    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
-                   hashlib.sha256).hexdigest()
-    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
-    assert headers["X-FactSieve-Event"] == "match.undone"
-    payload = json.loads(body)
-    assert payload["event"] == "match.undone" and payload["subscription_id"] == sub["id"]
-    data = payload["data"]
+    data = signed_payload(receiver, path, sub, "match.undone")["data"]
     assert (data["decision"]["id"], data["decision"]["actor"]) == (undo["id"], "bo")
     assert data["undone"] == {k: confirm[k] for k in ("id", "action", "factcheck_id", "actor", "at", "origin")}
     assert data["undone"]["actor"] == "ana" and data["factcheck"]["factcheck_id"] == confirm["factcheck_id"]
