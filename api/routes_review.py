@@ -26,7 +26,8 @@ _QUEUE_QUERY = [
     {"name": "since", "in": "query", "required": False, "schema": {**_STR, "format": "date-time"},
      "description": "items made at or after this ISO date or date-time"},
     {"name": "sort", "in": "query", "required": False,
-     "schema": {"enum": ["newest", "oldest", "confidence"], "default": "newest"}},
+     "schema": {"enum": ["newest", "oldest", "confidence", "decided"], "default": "newest"},
+     "description": "`decided`: newest decided first, for a history"},
     {"name": "cursor", "in": "query", "required": False, "schema": _STR,
      "description": "the `next` of the previous page"},
     {"name": "limit", "in": "query", "required": False,
@@ -74,7 +75,7 @@ def review_item(post_id: str) -> Response:
                    "the list (422), an unknown post or fact-check (404), an item another reviewer "
                    "decided first or that changed since `version` (409, its body carries that "
                    "`decision`), a list over the limit (413) record nothing. The actor is the API "
-                   "key's name. `match.confirmed` and `match.rejected` webhooks follow.")
+                   "key's name. `match.confirmed`, `match.rejected` and `match.undone` webhooks follow.")
 def review_decide() -> Response:
     body = read_json_value()
     decisions = body if isinstance(body, list) else [body]

@@ -9,7 +9,7 @@ from flask import Response, g, request
 from plugin.errors import BadInput, InvalidRequest, NotFound
 from plugin.params import parse_int
 from plugin.service.keys import Scope
-from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
+from plugin.service.signing import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
 
 from api import schemas as s
 from api.routing import no_content, reply, route, services

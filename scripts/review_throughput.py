@@ -3,7 +3,8 @@
 Makes ``--items`` pending review items (five candidates each, as a worker would record them) in
 a private namespace of the configured OpenSearch and Redis, then confirms them through the API
 (Flask's test client: the route, the checks, the conditional item writes and the log appends,
-without an HTTP server in front) in lists of ``--batch``, and deletes the namespace again.
+without an HTTP server in front) in lists of ``--batch``, exports them as training pairs (the
+streamed ``decisions export``), and deletes the namespace again.
 
     PYTHONPATH=. python scripts/review_throughput.py [--items 2000] [--batch 200]
 """
@@ -72,6 +73,9 @@ def main() -> None:
                 raise SystemExit(f"decisions failed: {resp.status_code} {resp.data[:300]!r}")
         decide_s = time.perf_counter() - t0
         logged = store.count(settings.decisions_index)
+        t0 = time.perf_counter()
+        pairs = sum(1 for _ in desk.export(tenant))
+        export_s = time.perf_counter() - t0
         print(json.dumps({
             "items": args.items, "batch": args.batch, "requests": len(per_request),
             "decisions_logged": logged, "decide_s": round(decide_s, 3),
@@ -79,6 +83,8 @@ def main() -> None:
             "request_ms_median": round(statistics.median(per_request) * 1e3, 1),
             "request_ms_max": round(max(per_request) * 1e3, 1),
             "record_items_per_s": round(args.items / record_s, 1),
+            "export_pairs": pairs, "export_s": round(export_s, 3),
+            "export_decisions_per_s": round(logged / export_s, 1),
             "opensearch": store.url}))  # redacted: never credentials
     finally:
         for alias in (settings.review_index, settings.decisions_index):

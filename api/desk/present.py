@@ -27,7 +27,7 @@ CONFIDENCE_LABELS = {"high": "High (≥ 0.8)", "medium": "Medium (0.5–0.8)", "
 #: Age filters: items created within this long (the bands ``plugin.review.queries`` counts).
 AGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
 AGE_LABELS = {"24h": "Last 24 hours", "7d": "Last 7 days"}
-SORTS = ("newest", "oldest", "confidence")
+SORTS = ("newest", "oldest", "confidence", "decided")
 #: Actions a button may ask for (``choice`` is ``action`` or ``action:factcheck_id``).
 ACTIONS = ("confirm", "reject", "none", "not_a_claim", "manual", "undo")
 NEEDS_FACTCHECK = ("confirm", "manual")

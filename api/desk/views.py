@@ -204,8 +204,9 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def render_queue(template: str, default_status: str) -> Response:
-    args = p.queue_args(request.args, now(), status=default_status)
+def render_queue(template: str, default_status: str, default_sort: str = "newest") -> Response:
+    args = p.queue_args({**request.args.to_dict(), "sort": request.args.get("sort") or default_sort},
+                        now(), status=default_status)
     page = services().review.queue(session().tenant, **args)
     state = p.filter_state(request.args)
     flash = sessions().pop_flash(session().token)
@@ -237,7 +238,7 @@ def fresh() -> Response:
 
 @desk.get("/history")
 def history() -> Response:
-    return render_queue("history.html", p.DECIDED[0])
+    return render_queue("history.html", p.DECIDED[0], default_sort="decided")
 
 
 @desk.get("/items/<path:post_id>")

@@ -296,6 +296,17 @@ class Store:
             except StopIteration:
                 return
 
+    def sorted_hits(self, index: str, body: dict[str, Any], *, size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every hit of ``body`` in its ``sort`` (a total order), ``size`` a page (search_after)."""
+        after = None
+        while True:
+            page = {**body, "size": size, **({"search_after": after} if after else {})}
+            hits = self.search(index, page)["hits"]["hits"]
+            yield from hits
+            if len(hits) < size:
+                return
+            after = hits[-1]["sort"]
+
     def search_pipelines(self) -> set[str]:
         """Names of the search pipelines on the cluster (none yet: an empty set)."""
         try:

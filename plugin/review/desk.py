@@ -23,12 +23,15 @@ from plugin.review import queries as q
 from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, candidate,
                                  candidates_of, decided_item, decision_record, item_record,
                                  next_status, superseded, training_pairs)
+from plugin.review.rules import TenantRules
 from plugin.settings import Settings
 
 #: what a decision may carry; anything else is a 422 naming the field
 DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
-#: (tenant, recorded decisions, the items they decided) → planned webhook deliveries
-Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]]], Any]
+#: (tenant, recorded decisions, the items they decided, {undo id: the decision it took back})
+#: → planned webhook deliveries
+Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]],
+                   dict[str, dict[str, Any]]], Any]
 
 
 def item_id(tenant: str, post_id: str) -> str:
@@ -54,6 +57,7 @@ class ReviewDesk:
 
     def __init__(self, store: Store, settings: Settings, *,
                  matcher: Callable[[], Any] | None = None, notify: Notify | None = None,
+                 rules: Callable[[str], TenantRules] | None = None,
                  clock: Callable[[], str] = now_iso) -> None:
         self.store = store
         self.settings = settings
@@ -61,8 +65,10 @@ class ReviewDesk:
         self.log = settings.decisions_index
         #: the matcher manual matches search with (``Services.matcher``), built on first use
         self._matcher = matcher
-        #: plans and sends the ``match.confirmed``/``match.rejected`` webhooks of recorded decisions
+        #: plans and sends the webhooks of recorded decisions (``plugin.review.events``)
         self.notify = notify
+        #: a tenant's review rules (``Services.review_rules.for_tenant``); none: queue every post
+        self.rules = rules or (lambda tenant: TenantRules())
         self.clock = clock
         self._ready = False
 
@@ -77,13 +83,19 @@ class ReviewDesk:
     # -- items ----------------------------------------------------------------------------------
     def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
                     post_date: str | None, source_url: str | None, result: dict[str, Any],
-                    versions: dict[str, Any]) -> None:
-        """A pending item for a matched post (none without matches). A post matched again (a
-        resubmission, a redelivered job) refreshes a pending item's candidates and leaves a
-        decided one as its reviewer left it."""
+                    versions: dict[str, Any]) -> bool:
+        """A pending item for a matched post; without matches too, with ``candidates: []`` (a
+        reviewer answers "none of these", "not a claim" or matches one by hand). A post matched
+        again (a resubmission, a redelivered job) refreshes a pending item's candidates and
+        leaves a decided one as its reviewer left it.
+
+        The tenant's rules (``plugin.review.rules``) are applied here, the one place items are
+        made: a post they keep out makes no item and leaves an existing one as it is. Returns
+        whether the rules queue the post."""
         cands = candidates_of(result.get("matches") or [], bool(result.get("reranked")))
-        if not cands:
-            return
+        best = cands[0]["confidence"] if cands else None
+        if not self.rules(tenant).queues(post_lang, best, bool(cands)):
+            return False
         self.ensure()
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
@@ -91,17 +103,18 @@ class ReviewDesk:
                            versions=versions, candidates=cands, created_at=self.clock())
         try:
             self.store.put(self.items, doc_id, body, create=True)
-            return
+            return True
         except Conflict:
             pass
         found = self.store.mget(self.items, [doc_id], source=["status", "created_at"]).get(doc_id)
         if found is None or found["_source"].get("status") != ReviewStatus.PENDING.value:
-            return
+            return True
         try:
             self.store.put(self.items, doc_id, {**body, "created_at": found["_source"]["created_at"]},
                            if_seq_no=found["_seq_no"], if_primary_term=found["_primary_term"])
         except Conflict:
             pass  # decided meanwhile: the reviewer's decision stands
+        return True
 
     def _hits(self, tenant: str, post_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``."""
@@ -253,7 +266,7 @@ class ReviewDesk:
                                    f"({status.value}, by {item.get('decided_by')}): nothing was "
                                    f"recorded; undo it first to change it", decision=last)
         previous = ReviewStatus(last["from_status"]) if action is Action.UNDO and last else None
-        to_status = next_status(status, action, previous)
+        to_status = next_status(status, action, previous, has_candidates=bool(item.get("candidates")))
         fc = d.get("factcheck_id")
         if action is Action.CONFIRM and fc is None:
             fc = item["candidates"][0]["factcheck_id"]
@@ -290,7 +303,9 @@ class ReviewDesk:
                 if not ok:
                     raise BackendError(f"the decision log refused an entry: {str(info)[:300]}")
             if self.notify is not None:
-                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved})
+                undone = {d["id"]: hit["_source"]["last_decision"] for hit, d, _ in moved
+                          if d["supersedes"]}
+                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved}, undone)
         if lost:
             first = self._hits(tenant, [lost[0][0]["_source"]["post_id"]])
             winner = next(iter(first.values()), {}).get("_source", {}).get("last_decision")
@@ -315,17 +330,21 @@ class ReviewDesk:
                  "url": m.get("url"), "lang": m.get("lang"), "score": m.get("score")}
                 for m in result["matches"]]
 
-    def export(self, tenant: str, since: str | None = None) -> Iterator[dict[str, Any]]:
-        """The tenant's decisions (made at or after ``since``) as training pairs, oldest first;
-        undone decisions and their undos teach nothing and are left out."""
+    def export(self, tenant: str, since: str | None = None, *,
+               page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """The tenant's decisions (made at or after ``since``) as training pairs, oldest first
+        (by ``at``, then id); undone decisions and their undos teach nothing and are left out.
+
+        Streams: a first pass reads only the undos and keeps the ids they took back (all it
+        holds), the second pages through the log ``page_size`` decisions at a time. A decision
+        undone between the two passes is still exported (the log as it was at the first)."""
         self.ensure()
-        body = q.export_query(tenant, _iso(since, "since") if since else None)
-        found = sorted((h["_source"] for h in self.store.scan(self.log, body)),
-                       key=lambda d: (d["at"], d["id"]))
-        dropped = superseded(found)
-        for decision in found:
-            if decision["id"] not in dropped:
-                yield from training_pairs(decision)
+        since = _iso(since, "since") if since else None
+        undos = self.store.sorted_hits(self.log, q.export_query(tenant, since, undos=True), size=page_size)
+        dropped = superseded(h["_source"] for h in undos)
+        for hit in self.store.sorted_hits(self.log, q.export_query(tenant, since), size=page_size):
+            if hit["_source"]["id"] not in dropped:
+                yield from training_pairs(hit["_source"])
 
 
 #: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)

@@ -65,25 +65,37 @@ DECIDES: dict[Action, ReviewStatus] = {
     Action.REJECT: ReviewStatus.REJECTED, Action.NONE: ReviewStatus.NO_MATCH,
     Action.NOT_A_CLAIM: ReviewStatus.NOT_A_CLAIM,
 }
-#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for the others
+#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for
+#: ``not_a_claim``. Every undo sends ``match.undone``, naming the decision it took back
 EVENTS: dict[Action, str] = {Action.CONFIRM: "match.confirmed", Action.MANUAL: "match.confirmed",
-                             Action.REJECT: "match.rejected", Action.NONE: "match.rejected"}
+                             Action.REJECT: "match.rejected", Action.NONE: "match.rejected",
+                             Action.UNDO: "match.undone"}
 #: actions that name a fact-check: required for ``manual``, optional for the others listed
 NAMES_FACTCHECK = {Action.CONFIRM, Action.REJECT, Action.MANUAL}
+#: actions about the shown candidates: an item the matcher found none for does not take them
+ON_CANDIDATES = {Action.CONFIRM, Action.REJECT}
 
 
-def next_status(status: ReviewStatus, action: Action,
-                previous: ReviewStatus | None = None) -> ReviewStatus:
+def next_status(status: ReviewStatus, action: Action, previous: ReviewStatus | None = None,
+                has_candidates: bool = True) -> ReviewStatus:
     """The state ``action`` moves an item in ``status`` to.
 
-    A pending item takes any deciding action; a decided one only ``undo``, which returns it to
-    ``previous`` (the state before the decision it takes back; pending when not known). Anything
-    else is a 422 naming the state and what it allows: a decided item is undone first, never
-    silently re-decided."""
-    if status is ReviewStatus.PENDING and action in DECIDES:
+    A pending item takes any deciding action, except that one without candidates (the matcher
+    found none) takes no ``confirm`` or ``reject``: there is nothing shown to confirm or reject,
+    so ``none``, ``not_a_claim`` or a ``manual`` match. A decided item takes only ``undo``, which
+    returns it to ``previous`` (the state before the decision it takes back; pending when not
+    known). Anything else is a 422 naming the state and what it allows: a decided item is undone
+    first, never silently re-decided."""
+    if status is ReviewStatus.PENDING and action in DECIDES and (has_candidates or action not in ON_CANDIDATES):
         return DECIDES[action]
     if status is not ReviewStatus.PENDING and action is Action.UNDO:
         return previous or ReviewStatus.PENDING
+    if status is ReviewStatus.PENDING and action in ON_CANDIDATES:
+        allowed = ", ".join(a.value for a in DECIDES if a not in ON_CANDIDATES)
+        raise InvalidRequest(f"action {action.value!r} is not allowed on an item without "
+                             f"candidates (the matcher found none); it allows: {allowed}",
+                             errors=[{"field": "action", "message": "the item has no candidates",
+                                      "type": "state"}])
     allowed = "undo" if status is not ReviewStatus.PENDING else ", ".join(a.value for a in DECIDES)
     raise InvalidRequest(f"action {action.value!r} is not allowed on an item that is "
                          f"{status.value}; it allows: {allowed}",
@@ -123,7 +135,8 @@ def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
 def item_record(*, tenant: str, post_id: str, text: str, lang: str | None, date: str | None,
                 source_url: str | None, config: str | None, versions: Mapping[str, Any],
                 candidates: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
-    """A new pending review item (its stored body)."""
+    """A new pending review item (its stored body). Without candidates its ``confidence`` is
+    ``None``: the queue sorts it after every scored item and no confidence filter selects it."""
     top = candidates[0]["confidence"] if candidates else None
     return {"post_id": post_id, "tenant": tenant, "text": text, "lang": lang, "date": date,
             "source_url": source_url, "status": ReviewStatus.PENDING.value, "confidence": top,
@@ -197,10 +210,7 @@ def training_pairs(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def superseded(decisions: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Ids of decisions an undo took back, and of the undos themselves (neither teaches)."""
-    out = set()
-    for d in decisions:
-        if d.get("supersedes"):
-            out.update((d["supersedes"], d["id"]))
-    return out
+def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Ids of the decisions ``undos`` took back: they teach nothing (nor does an undo itself,
+    ``training_pairs``). All the export holds in memory."""
+    return {d["supersedes"] for d in undos if d.get("supersedes")}

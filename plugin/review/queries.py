@@ -18,7 +18,8 @@ from plugin.review.model import ReviewStatus
 
 #: the most items one queue page holds
 MAX_LIMIT = 200
-#: confidence bands counted for the filter (the top candidate's calibrated confidence)
+#: confidence bands counted for the filter (the top candidate's calibrated confidence). An item
+#: without one (no candidates, or a configuration without a confidence model) is in no band
 CONFIDENCE_BANDS = ({"key": "low", "to": 0.5}, {"key": "medium", "from": 0.5, "to": 0.8},
                     {"key": "high", "from": 0.8})
 #: age bands counted for the filter (by when the item was made)
@@ -30,6 +31,8 @@ class Sort(str, Enum):
     NEWEST = "newest"
     OLDEST = "oldest"
     CONFIDENCE = "confidence"
+    #: newest decided first (the history); undecided items after every decided one
+    DECIDED = "decided"
 
     @classmethod
     def parse(cls, value: str) -> Sort:
@@ -41,12 +44,15 @@ class Sort(str, Enum):
                 {"field": "sort", "message": f"must be one of {valid}", "type": "enum"}]) from None
 
 
-#: each sort as OpenSearch sort clauses; ``post_id`` last makes the order total (search_after)
+#: each sort as OpenSearch sort clauses; ``post_id`` last makes the order total (search_after).
+#: Items without a confidence come after every scored one (``missing: _last``; their sort value
+#: is the string ``"-Infinity"``, which a cursor carries back to OpenSearch as is)
 SORTS: dict[Sort, list[dict[str, Any]]] = {
     Sort.NEWEST: [{"created_at": {"order": "desc"}}, {"post_id": {"order": "asc"}}],
     Sort.OLDEST: [{"created_at": {"order": "asc"}}, {"post_id": {"order": "asc"}}],
     Sort.CONFIDENCE: [{"confidence": {"order": "desc", "missing": "_last"}},
                       {"created_at": {"order": "desc"}}, {"post_id": {"order": "asc"}}],
+    Sort.DECIDED: [{"decided_at": {"order": "desc", "missing": "_last"}}, {"post_id": {"order": "asc"}}],
 }
 
 
@@ -64,7 +70,10 @@ def lang_filter(lang: str | None) -> dict[str, Any] | None:
 
 
 def confidence_filter(low: float | None, high: float | None) -> dict[str, Any] | None:
-    """The top candidate's confidence within ``[low, high]`` (either end open when ``None``)."""
+    """The top candidate's confidence within ``[low, high]`` (either end open when ``None``).
+
+    Any bound leaves out items without a confidence: a "low" band means a weak candidate was
+    found, not that none was (those are found by status and sorted last by confidence)."""
     if low is None and high is None:
         return None
     bounds = {k: v for k, v in (("gte", low), ("lte", high)) if v is not None}
@@ -155,7 +164,17 @@ def decisions_body(tenant: str, post_id: str, limit: int = 1000) -> dict[str, An
             "sort": [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]}
 
 
-def export_query(tenant: str, since: str | None = None) -> dict[str, Any]:
-    """The tenant's decisions (since ``since``), for a scan: the export's input."""
-    return {"query": bool_filter([tenant_filter(tenant),
-                                  {"range": {"at": {"gte": since}}} if since else None])}
+#: the decision log's total order, which the export pages through (``search_after``)
+EXPORT_SORT = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
+
+
+def export_query(tenant: str, since: str | None = None, *, undos: bool = False) -> dict[str, Any]:
+    """The tenant's decisions made at or after ``since``, oldest first: the export's input.
+    ``undos``: only the undos, and of each only what it took back (the export's first pass; an
+    undo is never older than what it undid, so ``since`` applies to them too)."""
+    body: dict[str, Any] = {"query": bool_filter([
+        tenant_filter(tenant), {"range": {"at": {"gte": since}}} if since else None,
+        {"term": {"action": "undo"}} if undos else None]), "sort": EXPORT_SORT}
+    if undos:
+        body["_source"] = ["supersedes"]
+    return body

@@ -101,7 +101,7 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
     """Match a post (with its filters and rerank budget, when it gives them), record its review
-    item (``plugin.review``; none without matches), then plan and enqueue a ``post.matched``
+    item (``ReviewDesk.record_item``, which applies the tenant's review rules), then plan and enqueue a ``post.matched``
     delivery for every subscription whose filters it passes and whose threshold its best match
     clears."""
     post = job["input"]["post"]

@@ -117,13 +117,15 @@ class Services:
     def review(self) -> Any:
         """The review queue and decision log (``plugin.review.desk.ReviewDesk``): manual
         searches use the default matcher; decisions send their webhooks through
-        ``send_delivery``."""
+        ``send_delivery``; items are made as the tenant's ``review_rules`` say (the file is
+        read when the first item is recorded)."""
         from plugin.review.desk import ReviewDesk
         from plugin.review.events import notifier
 
         return self._get("review", lambda: ReviewDesk(
             self.store, self.settings, matcher=self.matcher,
-            notify=notifier(self.webhooks, self._send_delivery)))
+            notify=notifier(self.webhooks, self._send_delivery),
+            rules=lambda tenant: self.review_rules.for_tenant(tenant)))
 
     @property
     def review_rules(self) -> Any:

@@ -1,6 +1,7 @@
 """Webhook subscriptions and signed, retried, logged deliveries.
 
-Signing (headers, HMAC, rotation overlap) is ``plugin.service.signing``. Deliveries are at least once: every attempt of one
+Signing (headers, HMAC, rotation overlap) is ``plugin.service.signing``; the transport and the
+address rules are ``plugin.service.outbound``. Deliveries are at least once: every attempt of one
 delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop the rare duplicate
 left by a worker killed between sending and recording.
 
@@ -29,22 +30,15 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BadInput, InvalidRequest, NotFound, scrub
-# the transport and the address rules live in ``outbound``; re-exported here, where callers and
-# tests have always found them
-from plugin.service.outbound import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
-                                     DeliveryError, Origin, Reply, Target, Unresolvable,
-                                     backends_of, check_target, check_url, is_public_address,
-                                     parse_origins, post, resolve_host, resolve_within)
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.kv import KV
+from plugin.service.outbound import (DeliveryError, Reply, Target, Unresolvable, backends_of,
+                                     check_target, check_url, parse_origins, post, resolve_host,
+                                     resolve_within)
+from plugin.service.signing import (SECRET_OVERLAP_S, check_secret, delivery_headers, rotated,
+                                    signature_header, signing_secrets)
 from plugin.settings import Settings
-# signing lives in ``signing``; re-exported here, where callers and tests have always found it
-from plugin.service.signing import (DELIVERY_HEADER, EVENT_HEADER, MAX_SECRET_OVERLAP_S,  # noqa: F401
-                                    MAX_SIGNATURES, SECRET_MAX_CHARS, SECRET_MIN_CHARS,
-                                    SECRET_OVERLAP_S, SIGNATURE_HEADER, TIMESTAMP_HEADER,
-                                    check_secret, delivery_headers, rotated, sign,
-                                    signature_header, signing_secrets, verify_signature)
 
 
 #: Subscriptions one owner (a tenant) may hold (the whole deployment, for subscriptions without one).
@@ -59,6 +53,8 @@ class Event(str, Enum):
     #: a reviewer's decision (plugin.review)
     MATCH_CONFIRMED = "match.confirmed"
     MATCH_REJECTED = "match.rejected"
+    #: a reviewer took a decision back (``undo``): the data names the decision undone
+    MATCH_UNDONE = "match.undone"
 
 
 # -- pure functions ---------------------------------------------------------------------------

@@ -126,7 +126,8 @@ def test_a_delivery_never_reaches_opensearch_through_a_name_that_turned_into_it(
     import socket
 
     from plugin.service.outbound import backends_of
-    from plugin.service.webhooks import DeliveryStatus, Event, WebhookStore, resolve_host
+    from plugin.service.outbound import resolve_host
+    from plugin.service.webhooks import DeliveryStatus, Event, WebhookStore
 
     node = next(b for b in backends_of(api_settings.backend_urls) if b.what == "OpenSearch")
     answers = {"hooks.internal": ["93.184.216.34"]}

@@ -67,6 +67,20 @@ def decide(client, headers, body):
     return client.post("/v1/review/decisions", json=body, headers=headers)
 
 
+def signed_payload(receiver, path: str, sub: dict, event: str) -> dict:
+    """The one delivery ``path`` received, once it has: signed with ``sub``'s secret, for
+    ``event``; its JSON body."""
+    (got,) = wait_for(lambda: receiver.received(path), what=f"the {event} webhook")
+    headers, body = got["headers"], got["body"]
+    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
+                   hashlib.sha256).hexdigest()
+    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
+    assert headers["X-FactSieve-Event"] == event
+    payload = json.loads(body)
+    assert payload["event"] == event and payload["subscription_id"] == sub["id"]
+    return payload
+
+
 def test_a_matched_post_becomes_a_pending_item_with_its_candidates(client, worker, tenant):
     ana = tenant.key("ana")
     post_id = submit(client, ana, "<script>alert(1)</script> " + FIVE_G)
@@ -110,14 +124,8 @@ def test_confirm_records_actor_versions_signals_and_delivers_signed_match_confir
     post = client.get(f"/v1/posts/{post_id}", headers=ana).get_json()
     assert [d["id"] for d in post["decisions"]] == [decision["id"]]
 
-    (got,) = wait_for(lambda: receiver.received(path), what="the match.confirmed webhook")
-    headers, body = got["headers"], got["body"]
-    mac = hmac.new(sub["secret"].encode(), headers["X-FactSieve-Timestamp"].encode() + b"." + body,
-                   hashlib.sha256).hexdigest()
-    assert headers["X-FactSieve-Signature"] == "sha256=" + mac
-    assert headers["X-FactSieve-Event"] == "match.confirmed"
-    payload = json.loads(body)
-    assert payload["event"] == "match.confirmed" and payload["data"]["decision"]["id"] == decision["id"]
+    payload = signed_payload(receiver, path, sub, "match.confirmed")
+    assert payload["data"]["decision"]["id"] == decision["id"]
     assert payload["data"]["post"]["id"] == post_id and payload["data"]["factcheck"]["factcheck_id"] == "api-2"
     client.delete(f"/v1/webhooks/{sub['id']}", headers=ana)
 
@@ -274,3 +282,150 @@ def test_manual_match_pagination_and_export(client, worker, tenant, api_services
                           "--since", "soon"], cwd=ROOT, env=settings_env(api_services.settings),
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_a_post_without_candidates_is_an_item_that_takes_none_not_a_claim_or_manual(client, worker, tenant):
+    ana = tenant.key("ana")
+    # posted in year one, before every fact-check: the matcher finds none, the post is still queued
+    bare = submit(client, ana, FIVE_G, date="0001-01-01")
+    scored = submit(client, ana)
+    item = client.get(f"/v1/review/{bare}", headers=ana).get_json()
+    assert (item["status"], item["candidates"], item["confidence"]) == ("pending", [], None)
+    for action in ("confirm", "reject"):
+        resp = decide(client, ana, {"post_id": bare, "action": action})
+        assert resp.status_code == 422 and "without candidates" in problem_of(resp)["detail"], resp.data
+    # sorted after every scored item; no confidence filter or band selects it
+    page = listed(client, ana, [bare, scored], sort="confidence")
+    assert [i["post_id"] for i in page["items"]] == [scored, bare]
+    assert sum(page["counts"]["confidence"].values()) == 1
+    assert [i["post_id"] for i in queue(client, ana, min_confidence=0)["items"]] == [scored]
+    top = page["items"][0]["confidence"]
+    assert [i["post_id"] for i in queue(client, ana, max_confidence=top)["items"]] == [scored]
+    assert decide(client, ana, {"post_id": bare, "action": "none"}).status_code == 201
+    assert client.get(f"/v1/review/{bare}", headers=ana).get_json()["status"] == "no_match"
+    assert decide(client, ana, {"post_id": bare, "action": "undo"}).status_code == 201
+    assert decide(client, ana, {"post_id": bare, "action": "not_a_claim"}).status_code == 201
+    assert decide(client, ana, {"post_id": bare, "action": "undo"}).status_code == 201
+    resp = decide(client, ana, {"post_id": bare, "action": "manual", "factcheck_id": "api-2"})
+    assert resp.status_code == 201, resp.data
+    (manual,) = resp.get_json()["decisions"]
+    assert (manual["to_status"], manual["rank"], manual["candidates"]) == ("confirmed", None, [])
+
+
+def test_tenant_rules_decide_which_posts_become_items(api_services, api_corpus, tmp_path):
+    """The post job's real path (match, learning, ``record_item``) under a rules file: a tenant
+    that queues Spanish posts only gets no item for an English one, a tenant with ``queue:
+    false`` none at all, and a tenant the file does not name gets both."""
+    from plugin.errors import NotFound
+    from plugin.service.handlers import run_post
+    from plugin.service.services import Services
+
+    tag = uuid.uuid4().hex[:8]
+    spanish, off, other = f"rules-es-{tag}", f"rules-off-{tag}", f"rules-any-{tag}"
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"tenants": {spanish: {"langs": ["es"]}, off: {"queue": False}}}))
+    settings = api_services.settings.model_copy(update={"review_rules_path": str(path)})
+    svc = Services(settings, store=api_services.store, embedder=api_services.embedder)
+    posts = {"en": {"id": f"rules-en-{tag}", "text": FIVE_G, "lang": "en"},
+             "es": {"id": f"rules-es-{tag}", "text": "Las antenas 5G propagan el coronavirus", "lang": "es"}}
+
+    def item(tenant: str, post: dict) -> dict | None:
+        run_post(svc, {"id": f"job-{tenant}-{post['id']}", "tenant": tenant, "input": {"post": post}},
+                 lambda delivery_id: None)
+        try:
+            return svc.review.item(tenant, post["id"])
+        except NotFound:
+            return None
+
+    assert item(spanish, posts["en"]) is None
+    assert item(spanish, posts["es"])["lang"] == "es"
+    assert item(off, posts["en"]) is None and item(off, posts["es"]) is None
+    assert item(other, posts["en"])["status"] == "pending"
+    assert item(other, posts["es"])["status"] == "pending"
+
+
+def test_undo_delivers_a_signed_match_undone_naming_the_decision_it_took_back(client, worker, tenant, receiver):
+    from plugin.service.keys import Scope
+
+    ana, bo = tenant.key("ana"), tenant.key("bo")
+    path, elsewhere = f"/undone-{uuid.uuid4().hex[:8]}", f"/undone-other-{uuid.uuid4().hex[:8]}"
+    sub = client.post("/v1/webhooks", headers=ana, json={
+        "url": receiver.url(path), "events": ["match.undone"]}).get_json()
+    eve = tenant.key("eve", Scope.WRITE, of=f"other-{uuid.uuid4().hex[:8]}")
+    other = client.post("/v1/webhooks", headers=eve, json={
+        "url": receiver.url(elsewhere), "events": ["match.undone"]}).get_json()
+    post_id = submit(client, ana)
+    (confirm,) = decide(client, ana, {"post_id": post_id, "action": "confirm"}).get_json()["decisions"]
+    resp = decide(client, bo, {"post_id": post_id, "action": "undo"})
+    assert resp.status_code == 201, resp.data
+    (undo,) = resp.get_json()["decisions"]
+
+    data = signed_payload(receiver, path, sub, "match.undone")["data"]
+    assert (data["decision"]["id"], data["decision"]["actor"]) == (undo["id"], "bo")
+    assert data["undone"] == {k: confirm[k] for k in ("id", "action", "factcheck_id", "actor", "at", "origin")}
+    assert data["undone"]["actor"] == "ana" and data["factcheck"]["factcheck_id"] == confirm["factcheck_id"]
+    assert data["post"]["id"] == post_id
+    assert receiver.received(elsewhere) == []  # another tenant's subscription hears nothing
+    client.delete(f"/v1/webhooks/{sub['id']}", headers=ana)
+    client.delete(f"/v1/webhooks/{other['id']}", headers=eve)
+
+
+def desk_signin(client, headers: dict) -> None:
+    """Sign the test client in to the desk with the key in ``headers`` (its session cookie)."""
+    import re
+
+    page = client.get("/desk/signin").get_data(as_text=True)
+    token = re.search(r'name="signin_token" value="([^"]+)"', page).group(1)
+    key = headers["Authorization"].removeprefix("Bearer ")
+    resp = client.post("/desk/signin", data={"signin_token": token, "api_key": key, "next": "/desk/"})
+    assert resp.status_code == 303, resp.data[:300]
+
+
+def test_the_history_lists_decided_items_newest_decided_first(client, worker, tenant):
+    ana = tenant.key("ana")
+    posts = [submit(client, ana, FIVE_G + f" [{i}]") for i in range(4)]
+    listed(client, ana, posts)
+    for i in (0, 2, 1):  # decided in this order, one request each; posts[3] stays pending
+        assert decide(client, ana, {"post_id": posts[i], "action": "confirm"}).status_code == 201
+    by_decision = [i["post_id"] for i in queue(client, ana, status="any", sort="decided")["items"]]
+    assert by_decision == [posts[1], posts[2], posts[0], posts[3]]
+    first = queue(client, ana, status="confirmed", sort="decided", limit=2)
+    rest = queue(client, ana, status="confirmed", sort="decided", limit=2, cursor=first["next"])
+    assert [i["post_id"] for i in first["items"] + rest["items"]] == [posts[1], posts[2], posts[0]]
+
+    desk_signin(client, ana)
+    page = client.get("/desk/history").get_data(as_text=True)  # its default order
+    assert sorted(posts[:3], key=page.index) == [posts[1], posts[2], posts[0]]
+    page = client.get("/desk/history?sort=oldest").get_data(as_text=True)
+    assert sorted(posts[:3], key=page.index) == posts[:3]
+
+
+def test_the_export_streams_in_pages_with_the_same_pairs(api_services):
+    """More decisions than a page: the paged export gives exactly the pairs of the whole log read
+    at once and sorted by (at, id), undone decisions and their undos left out."""
+    from plugin.review.model import training_pairs
+
+    desk, tenant = api_services.review, f"rv-export-{uuid.uuid4().hex[:8]}"
+    posts = [f"exp-{i}" for i in range(7)]
+    for i, post_id in enumerate(posts):
+        matches = [{"id": f"fc-{i}-{r}", "claim": f"claim {r}", "rank": r, "score": 1 / r,
+                    "confidence": 0.9 / r, "explain": {"bm25:post": {"rank": r, "score": 1.0}}}
+                   for r in (1, 2, 3)]
+        desk.record_item(tenant, post_id, f"post {i}", "en", None, None,
+                         {"matches": matches, "config": "t"}, {"retrieval_config": "t"})
+    # one bulk list (one ``at``: ties broken by id), then undos and new decisions on some
+    desk.decide(tenant, "ana", [{"post_id": p, "action": "confirm", "factcheck_id": f"fc-{i}-2"}
+                                for i, p in enumerate(posts)])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "undo"}, {"post_id": posts[5], "action": "undo"}])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "reject"}])
+    desk.decide(tenant, "bo", [{"post_id": posts[2], "action": "undo"}])
+    log = sorted((h["_source"] for h in api_services.store.scan(
+        api_services.settings.decisions_index, {"query": {"term": {"tenant": tenant}}})),
+        key=lambda d: (d["at"], d["id"]))
+    assert len(log) == 11
+    gone = {d["supersedes"] for d in log if d["supersedes"]} | {d["id"] for d in log if d["supersedes"]}
+    expected = [pair for d in log if d["id"] not in gone for pair in training_pairs(d)]
+    assert len(expected) == 10  # five confirms kept, each a positive and a negative above it
+    assert list(desk.export(tenant, page_size=2)) == expected
+    assert list(desk.export(tenant, page_size=3)) == list(desk.export(tenant)) == expected
+    assert list(desk.export(tenant, since="2999-01-01", page_size=2)) == []

@@ -73,7 +73,7 @@ def test_request_models_forbid_unknown_fields(spec):
 
 
 def test_secret_rotation_documents_its_overlap(spec):
-    from plugin.service.webhooks import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
+    from plugin.service.signing import MAX_SECRET_OVERLAP_S, SECRET_OVERLAP_S
 
     op = spec["paths"]["/v1/webhooks/{webhook_id}/secret"]["post"]
     (param,) = [p for p in op["parameters"] if p["name"] == "overlap_s"]

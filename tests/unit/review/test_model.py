@@ -35,6 +35,20 @@ def test_refused_transitions_name_the_state(status, action):
     assert status.value in str(err.value) and action.value in str(err.value)
 
 
+@pytest.mark.parametrize("action, expected", [
+    (Action.NONE, N), (Action.NOT_A_CLAIM, X), (Action.MANUAL, C)])
+def test_an_item_without_candidates_takes_none_not_a_claim_or_manual(action, expected):
+    assert next_status(P, action, has_candidates=False) is expected
+    assert next_status(expected, Action.UNDO, P, has_candidates=False) is P
+
+
+@pytest.mark.parametrize("action", [Action.CONFIRM, Action.REJECT])
+def test_an_item_without_candidates_refuses_confirm_and_reject(action):
+    with pytest.raises(InvalidRequest, match="without candidates.*manual, none, not_a_claim") as err:
+        next_status(P, action, has_candidates=False)
+    assert err.value.status == 422 and action.value in str(err.value)
+
+
 def test_parse_lists_the_valid_values():
     assert Action.parse("not_a_claim", "action") is Action.NOT_A_CLAIM
     with pytest.raises(InvalidRequest, match="confirm, reject, none, not_a_claim, manual, undo"):
@@ -69,6 +83,14 @@ def _item(n=3):
                        date="2024-02-01", source_url=None, config="hybrid-rrf",
                        versions={"retrieval_config": "hybrid-rrf"}, candidates=cands,
                        created_at="2024-02-02T00:00:00+00:00")
+
+
+def test_an_item_without_candidates_has_no_confidence_and_its_none_teaches_nothing():
+    item = _item(0)
+    assert item["status"] == "pending" and item["candidates"] == [] and item["confidence"] is None
+    d = decision_record(item, decision_id="d1", action=Action.NONE, actor="ana", origin=Origin.DESK,
+                        at="2024-02-03T00:00:00+00:00", to_status=N)
+    assert d["candidates"] == [] and d["rank"] is None and training_pairs(d) == []
 
 
 def test_candidates_keep_at_most_five_best_first():
@@ -121,7 +143,7 @@ def test_training_pairs(action, fc, expected):
     assert all(r["post_text"] == "<script>x</script>" for r in rows)
 
 
-def test_an_undo_drops_itself_and_what_it_took_back():
+def test_an_undo_drops_what_it_took_back_and_teaches_nothing_itself():
     ds = [_decision(Action.CONFIRM, "fc1", "d1"), _decision(Action.UNDO, None, "d2", supersedes="d1"),
           _decision(Action.REJECT, None, "d3")]
-    assert superseded(ds) == {"d1", "d2"}
+    assert superseded(ds) == {"d1"} and training_pairs(ds[1]) == []

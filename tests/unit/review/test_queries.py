@@ -41,6 +41,7 @@ def test_queue_body_is_faceted():
     (Sort.NEWEST, {"created_at": {"order": "desc"}}),
     (Sort.OLDEST, {"created_at": {"order": "asc"}}),
     (Sort.CONFIDENCE, {"confidence": {"order": "desc", "missing": "_last"}}),
+    (Sort.DECIDED, {"decided_at": {"order": "desc", "missing": "_last"}}),
 ])
 def test_sorts_are_total(sort, first):
     clauses = queue_body("t", sort=sort)["sort"]
@@ -58,7 +59,8 @@ def test_cursor_round_trip_and_refusals():
 
 def test_sort_parse():
     assert Sort.parse("oldest") is Sort.OLDEST
-    with pytest.raises(InvalidRequest, match="newest, oldest, confidence"):
+    assert Sort.parse("decided") is Sort.DECIDED
+    with pytest.raises(InvalidRequest, match="newest, oldest, confidence, decided"):
         Sort.parse("random")
 
 
@@ -78,6 +80,10 @@ def test_counts_list_every_status():
 def test_decision_bodies_are_tenant_scoped():
     body = decisions_body("t", "p")
     assert body["query"]["bool"]["filter"] == [{"term": {"tenant": "t"}}, {"term": {"post_id": "p"}}]
-    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}}
+    order = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
+    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}, "sort": order}
     assert export_query("t", "2024-01-01")["query"]["bool"]["filter"][1] == \
         {"range": {"at": {"gte": "2024-01-01"}}}
+    assert export_query("t", undos=True) == {
+        "query": {"bool": {"filter": [{"term": {"tenant": "t"}}, {"term": {"action": "undo"}}]}},
+        "sort": order, "_source": ["supersedes"]}

@@ -29,6 +29,7 @@ class FakeServices:
         self.matcher_ = FakeMatcher()
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
         self.review = FakeReview()
+        self.learning = type("Learning", (), {"adjust": staticmethod(lambda tenant, post, result: result)})()
 
     def matcher(self, config=None, **kw):
         return self.matcher_
@@ -45,8 +46,8 @@ def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     assert services.matcher_.requests == [MatchRequest(
         text="5G spreads covid", lang="en", date=date(2021, 3, 1), mode=Mode.CROSS, k=4, within_days=30,
         allow=("snopes.com",), deny=("x.com",), rerank_budget_ms=90.0)]
-    # the review desk gets the post, its match and the versions behind it (it keeps none
-    # without matches: ``ReviewDesk.record_item``)
+    # the review desk gets the post, its match and the versions behind it, without matches too
+    # (``ReviewDesk.record_item`` applies the tenant's rules)
     (item,) = services.review.items
     assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
     assert item[6]["matches"] == [] and item[7] == {"retrieval_config": "t"}

@@ -5,9 +5,8 @@ import ipaddress
 import pytest
 
 from plugin.errors import BadInput
-from plugin.service import webhooks
-from plugin.service.webhooks import Target, check_target, check_url, is_public_address
-from plugin.service.outbound import Backend, Origin, backends_of, origin_of, parse_origin, reached_backend
+from plugin.service.outbound import (Backend, Origin, Target, Unresolvable, backends_of, check_target,
+                                     check_url, is_public_address, origin_of, parse_origin, reached_backend)
 from plugin.settings import Settings
 
 
@@ -195,7 +194,7 @@ def test_other_ports_and_hosts_are_not_backends(url, allowed):
 def test_a_backend_that_does_not_resolve_reaches_nothing():
     def resolve(host):
         if host == "gone.internal":
-            raise webhooks.Unresolvable("gone")
+            raise Unresolvable("gone")
         return ["127.0.0.1"]
     assert reached_backend(["127.0.0.1"], 9200, [Backend("OpenSearch", "gone.internal", 9200)], resolve) is None
     assert reached_backend(["127.0.0.1"], 9200, [Backend("OpenSearch", "x", 9200)], resolve).what == "OpenSearch"

@@ -11,8 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from plugin.errors import BadInput
-from plugin.service.webhooks import (MAX_RESPONSE_BYTES, DeliveryError, DeliveryStatus, Reply, Target,
-                                     check_target, delivery_headers, post)
+from plugin.service.outbound import MAX_RESPONSE_BYTES, DeliveryError, Reply, Target, check_target, post
+from plugin.service.signing import delivery_headers
+from plugin.service.webhooks import DeliveryStatus
 from tests.unit.service.test_outbound import once
 from tests.unit.service.test_webhooks import KNOWN, make_store, planned
 

@@ -9,10 +9,11 @@ import pytest
 from plugin.errors import BadInput, InvalidRequest, NotFound
 from plugin.service import webhooks
 from plugin.service.kv import KV
-from plugin.service.webhooks import (MAX_SUBSCRIPTIONS_PER_OWNER, DeliveryError, DeliveryStatus, Event, Reply,
-                                     WebhookStore, backoff_delay, capacity_error, delivery_headers,
-                                     delivery_id, rotated, sign, signature_header, signing_secrets,
-                                     verify_signature, wants)
+from plugin.service.outbound import DeliveryError, Reply, Unresolvable, resolve_within
+from plugin.service.signing import (delivery_headers, rotated, sign, signature_header, signing_secrets,
+                                    verify_signature)
+from plugin.service.webhooks import (MAX_SUBSCRIPTIONS_PER_OWNER, DeliveryStatus, Event, WebhookStore,
+                                     backoff_delay, capacity_error, delivery_id, wants)
 from plugin.settings import Settings
 
 # HMAC-SHA256("whsec_test", '1700000000.{"a":1}'), from `openssl dgst -sha256 -hmac whsec_test`
@@ -332,7 +333,7 @@ def test_store_refuses_an_allow_list_of_bare_hosts():
 def test_store_retries_a_host_that_stops_resolving():
     def resolve(host):
         if resolve.down:
-            raise webhooks.Unresolvable(f"webhook host {host!r} does not resolve: outage")
+            raise Unresolvable(f"webhook host {host!r} does not resolve: outage")
         return ["93.184.216.34"]
     resolve.down = False
     store = make_store(resolve=resolve)
@@ -453,9 +454,6 @@ def test_min_score_reads_the_best_match_s_confidence_else_its_fused_score():
 
 
 def test_a_hanging_host_lookup_ends_with_the_attempt_s_deadline():
-
-    from plugin.service.webhooks import Unresolvable, resolve_within
-
     release = threading.Event()
     calls = []
 
