@@ -111,31 +111,36 @@ def pick_value(item: Mapping[str, Any]) -> str:
                       "top": cands[0]["factcheck_id"] if cands else ""})
 
 
-def bulk_decisions(picks: list[str], bulk: str | None) -> list[dict[str, Any]]:
-    """The bulk form's decisions: for each ticked item (``pick_value``), confirm its top
-    candidate or reject all; each carries the item's version so a reviewer never overwrites
-    what someone else decided since the page was drawn."""
+def bulk_decisions(picks: list[str], bulk: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """The bulk form's decisions and the posts it leaves alone: for each ticked item
+    (``pick_value``), confirm its top candidate, or reject all (``none`` for an item without
+    candidates: nothing to reject, and no match); an item without candidates has no top to
+    confirm and is left pending. Each decision carries the item's version so a reviewer never
+    overwrites what someone else decided since the page was drawn."""
     _one_of("bulk action", bulk or "", ("confirm_top", "reject"))
     if not picks:
         raise BadInput("no items selected: tick the items (or 'select all visible') first")
     out: dict[str, dict[str, Any]] = {}
+    skipped: list[str] = []
     for pick in picks:
         fields = parse_qs(pick[:2000], keep_blank_values=True)
         post_id = (fields.get("post") or [""])[0]
         if not post_id:
             raise BadInput("a ticked item names no post: reload the page and try again")
-        if bulk == "confirm_top":
-            top = (fields.get("top") or [""])[0]
-            if not top:
-                raise BadInput(f"post {post_id[:80]!r} has no candidate to confirm")
-            item = {"post_id": post_id, "action": "confirm", "factcheck_id": top}
-        else:
-            item = {"post_id": post_id, "action": "reject"}
+        top = (fields.get("top") or [""])[0]
+        if bulk == "confirm_top" and not top:
+            skipped.append(post_id)
+            continue
+        item: dict[str, Any] = ({"post_id": post_id, "action": "confirm", "factcheck_id": top}
+                                if bulk == "confirm_top" else
+                                {"post_id": post_id, "action": "reject" if top else "none"})
         version = (fields.get("v") or [""])[0]
         if version:
             item["version"] = _version(version)
         out.setdefault(post_id, item)
-    return list(out.values())
+    if not out:
+        raise BadInput("none of the selected items has a candidate to confirm")
+    return list(out.values()), list(dict.fromkeys(skipped))
 
 
 #: the confidence bar's width in steps of 5 % (``w0``…``w20`` in desk.css: the page's CSP

@@ -302,11 +302,12 @@ def decide() -> Response:
 @desk.post("/bulk")
 def bulk() -> Response:
     may_decide()
-    records = p.bulk_decisions(form().getlist("pick"), form().get("bulk"))
+    records, skipped = p.bulk_decisions(form().getlist("pick"), form().get("bulk"))
     try:
         done = services().review.decide(session().tenant, session().name, records, origin=ORIGIN)
         verb = "confirmed the top candidate of" if form().get("bulk") == "confirm_top" else "rejected"
-        sessions().flash(session().token, f"You {verb} {len(done)} item{'s' if len(done) != 1 else ''}.")
+        left = (f" {len(skipped)} had no candidate to confirm and stay pending." if skipped else "")
+        sessions().flash(session().token, f"You {verb} {len(done)} item{'s' if len(done) != 1 else ''}.{left}")
     except Conflict as exc:
         sessions().flash(session().token, conflict_message(exc))
     return redirect(local_next(form().get("back")), 303)

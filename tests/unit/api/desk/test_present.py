@@ -84,17 +84,24 @@ def pick(post_id, version="", top=""):
 
 def test_bulk_decisions():
     a, b = pick("a&x=1", "2:1", "fc 1"), pick("b", "5:1", "fc-7")
-    assert p.bulk_decisions([a, b, a], "confirm_top") == [
+    assert p.bulk_decisions([a, b, a], "confirm_top") == ([
         {"post_id": "a&x=1", "action": "confirm", "factcheck_id": "fc 1", "version": "2:1"},
-        {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": "5:1"}]
-    assert p.bulk_decisions([a], "reject") == [{"post_id": "a&x=1", "action": "reject", "version": "2:1"}]
-    assert p.bulk_decisions([pick("c")], "reject") == [{"post_id": "c", "action": "reject"}]
+        {"post_id": "b", "action": "confirm", "factcheck_id": "fc-7", "version": "5:1"}], [])
+    assert p.bulk_decisions([a], "reject") == ([{"post_id": "a&x=1", "action": "reject", "version": "2:1"}], [])
+
+
+def test_bulk_decisions_on_items_without_candidates():
+    bare = pick("c", "1:1")
+    assert p.bulk_decisions([bare], "reject") == ([{"post_id": "c", "action": "none", "version": "1:1"}], [])
+    a = pick("a", "2:1", "fc-1")
+    assert p.bulk_decisions([a, bare], "confirm_top") == (
+        [{"post_id": "a", "action": "confirm", "factcheck_id": "fc-1", "version": "2:1"}], ["c"])
 
 
 @pytest.mark.parametrize(("picks", "bulk", "names"), [
     (["post=a"], "approve", "unknown bulk action 'approve'"),
     ([], "reject", "no items selected"),
-    (["post=c&v=1:1"], "confirm_top", "post 'c' has no candidate"),
+    (["post=c&v=1:1"], "confirm_top", "none of the selected items has a candidate"),
     (["v=1:1&top=f"], "reject", "names no post"),
     (["post=c&v=" + "9" * 101], "reject", "over 100 characters"),
 ])
