@@ -17,7 +17,7 @@ def event_data(decision: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]
     return {"decision": {k: v for k, v in decision.items() if k != "candidates"},
             "post": {"id": item["post_id"], "text": item.get("text"), "lang": item.get("lang"),
                      "date": item.get("date"), "url": item.get("source_url")},
-            "factcheck": shown}
+            "factcheck": shown, "auto": decision.get("origin") == "auto"}
 
 
 def notifier(webhooks: Any, send: Callable[[str], Any]) -> Callable[..., list[str]]:

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Any
 
 from plugin.ingest import Format, parse_bytes
+from plugin.learn.calibration_step import auto_confirm
 from plugin.search.request import MatchRequest
 from plugin.search.versions import versions_of
 from plugin.owners import Writer
@@ -113,6 +114,7 @@ def run_post(services: Services, job: dict[str, Any],
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
                                 post.get("url"), result, versions_of(matcher, matched))
+    auto_confirm(services, tenant, post["id"], result)  # above the tenant's tier, when opted in
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):
