@@ -64,7 +64,8 @@ class Recalibration:
             packaged = m.get("confidence_packaged", m["confidence"])
             matches.append({**m, "confidence": round(model.predict(packaged, lang, i == 0), 4),
                             "confidence_packaged": packaged})
-        return {**result, "matches": matches}
+        changed = any(m is not old for m, old in zip(matches, result["matches"]))
+        return {**result, "matches": matches} if changed else result
 
 
 def auto_confirm(services: Any, tenant: str, post_id: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
