@@ -27,24 +27,11 @@ sys.path.insert(0, str(ROOT))
 from plugin.index.store import Store  # noqa: E402
 from plugin.learn.calibrate import fit_tenant  # noqa: E402
 from plugin.learn.calibration_store import tenant_decisions  # noqa: E402
-from plugin.learn.calibration_synthetic import TRUE_MAP, synthetic_decisions  # noqa: E402
+from plugin.learn.calibration_synthetic import (TRUE_MAP, record_through_desk,  # noqa: E402
+                                                 synthetic_decisions)
 from plugin.service.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
-
-
-def seed(services: Services, tenant: str, decisions: list[dict]) -> None:
-    desk = services.review
-    for d in decisions:
-        matches = [{"id": c["factcheck_id"], "rank": c["rank"], "score": c["score"],
-                    "confidence": c["confidence"]} for c in d["candidates"]]
-        desk.record_item(tenant, d["post_id"], "a post", d["post_lang"], None, None,
-                         {"matches": matches, "config": "factsieve", "reranked": False},
-                         {"retrieval_config": "factsieve", "calibrator": "factsieve"})
-    wanted = [{"post_id": d["post_id"], "action": d["action"],
-               **({"factcheck_id": d["factcheck_id"]} if d["factcheck_id"] else {})} for d in decisions]
-    for start in range(0, len(wanted), 200):
-        desk.decide(tenant, "bench", wanted[start:start + 200], origin="desk")
 
 
 def env_of(settings: Settings) -> dict[str, str]:
@@ -71,7 +58,7 @@ def main() -> None:
     try:
         for n in (int(s) for s in args.sizes.split(",")):
             tenant = f"bench-{n}"
-            seed(services, tenant, synthetic_decisions(n, seed=args.seed, tenant=tenant))
+            record_through_desk(services.review, tenant, synthetic_decisions(n, seed=args.seed, tenant=tenant))
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "cli.main", "learn", "calibrate", "--tenant", tenant,

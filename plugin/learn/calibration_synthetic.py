@@ -53,3 +53,19 @@ def synthetic_decisions(n: int, *, seed: int = 0, tenant: str = "t", langs: tupl
                     "at": (start + timedelta(minutes=i)).isoformat(timespec="milliseconds"),
                     "versions": {"calibrator": calibrator}, "candidates": cands})
     return out
+
+
+def record_through_desk(desk: Any, tenant: str, decisions: list[dict[str, Any]], actor: str = "ana") -> None:
+    """``decisions`` made real on ``desk`` (a ``ReviewDesk``): a review item for each post with its
+    synthetic candidates, then the decisions on them, in lists of 200."""
+    for d in decisions:
+        matches = [{"id": c["factcheck_id"], "rank": c["rank"], "score": c["score"],
+                    "confidence": c["confidence"]} for c in d["candidates"]]
+        calibrator = d["versions"]["calibrator"]
+        desk.record_item(tenant, d["post_id"], "a post", d["post_lang"], None, None,
+                         {"matches": matches, "config": calibrator, "reranked": False},
+                         {"retrieval_config": calibrator, "calibrator": calibrator})
+    wanted = [{"post_id": d["post_id"], "action": d["action"],
+               **({"factcheck_id": d["factcheck_id"]} if d["factcheck_id"] else {})} for d in decisions]
+    for start in range(0, len(wanted), 200):
+        desk.decide(tenant, actor, wanted[start:start + 200], origin="desk")

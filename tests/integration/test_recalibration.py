@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from plugin.learn.calibration_synthetic import record_through_desk, synthetic_decisions
 from tests.conftest import ROOT
 from tests.integration.conftest import (API_FACTCHECKS, Worker, cleanup_deployment, namespaced,
                                         settings_env, wait_for)
@@ -61,22 +62,6 @@ def key(services, tenant: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {services.keys.create('ana', Scope.WRITE, tenant)[1]}"}
 
 
-def seed(services, tenant: str, decisions: list[dict]) -> None:
-    """Review items with the synthetic candidates, then the synthetic decisions on them, through
-    the desk."""
-    desk = services.review
-    for d in decisions:
-        matches = [{"id": c["factcheck_id"], "rank": c["rank"], "score": c["score"],
-                    "confidence": c["confidence"]} for c in d["candidates"]]
-        desk.record_item(tenant, d["post_id"], "a post", d["post_lang"], None, None,
-                         {"matches": matches, "config": "factsieve", "reranked": False},
-                         {"retrieval_config": "factsieve", "calibrator": "factsieve"})
-    wanted = [{"post_id": d["post_id"], "action": d["action"],
-               **({"factcheck_id": d["factcheck_id"]} if d["factcheck_id"] else {})} for d in decisions]
-    for start in range(0, len(wanted), 200):
-        desk.decide(tenant, "ana", wanted[start:start + 200], origin="desk")
-
-
 def calibrate(services, tenant: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cli.main", "learn", "calibrate", "--tenant", tenant,
                            "--json"], cwd=ROOT, env=settings_env(services.settings),
@@ -86,10 +71,8 @@ def calibrate(services, tenant: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def fitted(deployment, tenants):
     """Tenant A recalibrated from 300 decisions by ``factsieve learn calibrate``."""
-    from plugin.learn.calibration_synthetic import synthetic_decisions
-
     services, _ = deployment
-    seed(services, tenants["a"], synthetic_decisions(300, seed=1, true_map=A_TRUTH))
+    record_through_desk(services.review, tenants["a"], synthetic_decisions(300, seed=1, true_map=A_TRUTH))
     done = calibrate(services, tenants["a"])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -125,10 +108,8 @@ def test_the_tenants_matches_carry_its_confidence_and_another_tenants_do_not(dep
 
 
 def test_one_sided_decisions_are_refused_and_nothing_is_stored(deployment, tenants):
-    from plugin.learn.calibration_synthetic import synthetic_decisions
-
     services, _ = deployment
-    seed(services, tenants["c"], synthetic_decisions(60, seed=2, only="confirm"))
+    record_through_desk(services.review, tenants["c"], synthetic_decisions(60, seed=2, only="confirm"))
     done = calibrate(services, tenants["c"])
     assert done.returncode == 2 and done.stdout == ""
     assert "one-sided (60 confirms, 0 rejects" in done.stderr
@@ -163,18 +144,16 @@ def test_an_opted_in_tenant_above_its_tier_is_auto_confirmed_once(deployment, te
     assert again["post_id"] == post["id"]
     assert [d["id"] for d in services.review.decisions_for(tenants["a"], post["id"])] == [decision["id"]]
 
-    # an auto decision is undone like any other, and a refit leaves it out
+    # an auto decision is undone like any other
     undo = client.post("/v1/review/decisions", headers=ana, json={"post_id": post["id"], "action": "undo"})
     assert undo.status_code == 201, undo.data
 
 
 def test_the_schedule_refits_a_tenant_once_enough_new_decisions_arrived(deployment, tenants):
     from plugin.learn.calibration_store import due_tenants, refit_due
-    from plugin.learn.calibration_synthetic import synthetic_decisions
-
     services, _ = deployment
     d = f"rd-{uuid.uuid4().hex[:6]}"
-    seed(services, d, synthetic_decisions(120, seed=4, true_map=A_TRUTH))
+    record_through_desk(services.review, d, synthetic_decisions(120, seed=4, true_map=A_TRUTH))
     assert (d, 120) in due_tenants(services, 100)
     out = refit_due(services)
     assert out["refitted"] == [d] and out["refused"] == []  # C's refusal by the command was noted
