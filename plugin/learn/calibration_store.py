@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -126,7 +126,7 @@ class Recalibrations:
     def note_refusal(self, tenant: str, decisions_until: str | None, reason: str) -> None:
         """A refused refit, so that the schedule waits for new decisions before trying again."""
         body = json.dumps({"decisions_until": decisions_until, "reason": reason,
-                           "at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+                           "at": datetime.now(UTC).isoformat(timespec="seconds")})
         self.kv.call("note refusal", self.kv.client.set, self._key(tenant, "attempt"), body)
 
     def last_seen(self, tenant: str) -> str | None:
@@ -156,7 +156,7 @@ def refit(services: Any, tenant: str, *, store: bool = True) -> dict[str, Any]:
             newest = max((d["at"] for d in decisions), default=None)
             services.recalibrations.note_refusal(tenant, newest, exc.detail)
         raise
-    record = record_of(fit, tenant, datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    record = record_of(fit, tenant, datetime.now(UTC).isoformat(timespec="milliseconds"))
     if store:
         services.recalibrations.save(tenant, record)
     return {**record, "stored": store}

@@ -10,7 +10,7 @@ rank order, or answers "none of these" (half of them "reject") when none is; a f
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from plugin.learn.calibrate import logit, sigmoid
@@ -26,7 +26,7 @@ def synthetic_decisions(n: int, *, seed: int = 0, tenant: str = "t", langs: tupl
     """``n`` decision records as the decision log stores them (``plugin.review.model``).
     ``only="confirm"`` or ``"none"``: a one-sided log, for the refusal."""
     rng = random.Random(seed)
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     out = []
     for i in range(n):
         top = rng.betavariate(2.0, 1.6)

@@ -3,9 +3,21 @@ import math
 import pytest
 
 from plugin.errors import BadInput
-from plugin.learn.calibrate import (ALL, IDENTITY, MIN_DECISIONS, MIN_PER_SIDE, Recalibration,
-                                    fit_platt, fit_tenant, held_out, labelled, logit, sigmoid,
-                                    teaching, top_outcome)
+from plugin.learn.calibrate import (
+    ALL,
+    IDENTITY,
+    MIN_DECISIONS,
+    MIN_PER_SIDE,
+    Recalibration,
+    fit_platt,
+    fit_tenant,
+    held_out,
+    labelled,
+    logit,
+    sigmoid,
+    teaching,
+    top_outcome,
+)
 from plugin.learn.calibration_synthetic import TRUE_MAP, synthetic_decisions
 
 

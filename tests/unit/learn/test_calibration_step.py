@@ -4,7 +4,8 @@ import pytest
 
 from plugin.errors import DecisionConflict
 from plugin.learn.calibrate import ALL, Recalibration
-from plugin.learn.calibration_step import AUTO_ACTOR, Recalibration as Step, auto_confirm
+from plugin.learn.calibration_step import AUTO_ACTOR, auto_confirm
+from plugin.learn.calibration_step import Recalibration as Step
 from plugin.learn.calibration_store import packaged_sha256
 from plugin.review.rules import TenantRules
 
