@@ -20,6 +20,7 @@ def cmd_serve(args: argparse.Namespace, services: Services) -> int:
 def cmd_worker(args: argparse.Namespace, services: Services) -> int:
     from workers.app import create_celery
     from workers.names import QUEUES
+    from workers.recalibrator import start_recalibrator
     from workers.sweeper import start_sweeper
 
     queues = args.queues or ",".join(QUEUES)
@@ -34,6 +35,7 @@ def cmd_worker(args: argparse.Namespace, services: Services) -> int:
     @worker_ready.connect(weak=False)
     def _sweep(**_: object) -> None:  # in the worker's main process, once it consumes
         start_sweeper(app, services.settings.job_sweep_interval_s)
+        start_recalibrator(app, services.settings.learn_calibrate_every_s)
 
     app.worker_main(argv)
     return 0

@@ -209,6 +209,12 @@ class Settings(BaseSettings):
     #: How often each worker sweeps for stuck jobs (``JobStore.sweep``): running past every
     #: limit (failed), or queued with no broker message left to run them (sent again).
     job_sweep_interval_s: float = Field(default=60.0, gt=0)
+    #: How often each worker checks whether a tenant's confidence is due a refit
+    #: (``plugin.learn.calibration_store.refit_due``), and how many new decisions by a person
+    #: make it due; how long a process keeps a tenant's recalibration before reading it again.
+    learn_calibrate_every_s: float = Field(default=3600.0, gt=0)
+    learn_calibrate_min_new_decisions: int = Field(default=100, ge=1)
+    learn_cache_s: float = Field(default=30.0, ge=0)
     #: A task a dead worker held is handed to another after this long. Keep it above the task
     #: time limit and the longest webhook backoff, or live tasks get delivered twice.
     broker_visibility_timeout_s: int = Field(default=3600, ge=1)

@@ -25,7 +25,7 @@ def event_data(decision: dict[str, Any], item: dict[str, Any],
     data = {"decision": {k: v for k, v in decision.items() if k != "candidates"},
             "post": {"id": item["post_id"], "text": item.get("text"), "lang": item.get("lang"),
                      "date": item.get("date"), "url": item.get("source_url")},
-            "factcheck": shown}
+            "factcheck": shown, "auto": decision.get("origin") == "auto"}
     if decision.get("action") == Action.UNDO.value:
         data["undone"] = {k: (undone or {}).get(k) for k in UNDONE_FIELDS}
     return data

@@ -128,6 +128,7 @@ def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
                     "publisher": m.get("publisher"), "date": m.get("published_at"),
                     "url": m.get("url"), "lang": m.get("lang"), "rank": m.get("rank", i + 1),
                     "score": m.get("score"), "confidence": m.get("confidence"),
+                    "confidence_packaged": m.get("confidence_packaged"),  # plugin.learn
                     "signals": signals_of(m.get("explain"), reranked)})
     return out
 
@@ -165,7 +166,8 @@ def decision_record(item: Mapping[str, Any], *, decision_id: str, action: Action
             "confidence": chosen["confidence"] if chosen else None,
             "signals": dict(chosen["signals"]) if chosen else {},
             "candidates": [{k: c.get(k) for k in ("factcheck_id", "rank", "score", "confidence",
-                                                  "signals")} for c in item.get("candidates") or ()],
+                                                  "confidence_packaged", "signals")}
+                           for c in item.get("candidates") or ()],
             "note": note, "supersedes": supersedes, "from_status": item["status"],
             "to_status": to_status.value}
 

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Any
 
 from plugin.ingest import Format, parse_bytes
+from plugin.learn.calibration_step import auto_confirm
 from plugin.search.request import MatchRequest
 from plugin.search.versions import versions_of
 from plugin.owners import Writer
@@ -100,10 +101,11 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post (with its filters and rerank budget, when it gives them), record its review
-    item (``ReviewDesk.record_item``, which applies the tenant's review rules), then plan and enqueue a ``post.matched``
-    delivery for every subscription whose filters it passes and whose threshold its best match
-    clears."""
+    """Match a post (with its filters and rerank budget, when it gives them) and pass the result
+    through what the tenant's desk taught (``services.learning``), record its review item
+    (``ReviewDesk.record_item``, which applies the tenant's review rules), auto-confirm it when
+    the tenant opted in, then plan and enqueue a ``post.matched`` delivery for every
+    subscription whose filters it passes and whose threshold its best match clears."""
     post = job["input"]["post"]
     tenant = job.get("tenant", DEFAULT_TENANT)
     matcher = services.matcher(job["input"].get("config"))
@@ -113,6 +115,7 @@ def run_post(services: Services, job: dict[str, Any],
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
                                 post.get("url"), result, versions_of(matcher, matched))
+    auto_confirm(services, tenant, post["id"], result)  # above the tenant's tier, when opted in
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):

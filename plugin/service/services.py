@@ -139,7 +139,16 @@ class Services:
         """What the tenant's desk taught, applied to match results (``plugin.learn.steps``)."""
         from plugin.learn.steps import Learning
 
-        return self._get("learning", lambda: Learning(steps=()))
+        from plugin.learn.calibration_step import Recalibration
+
+        return self._get("learning", lambda: Learning(steps=(Recalibration(self.recalibrations),)))
+
+    @property
+    def recalibrations(self) -> Any:
+        """The tenants' recalibrated confidences (``plugin.learn.calibration_store``)."""
+        from plugin.learn.calibration_store import Recalibrations
+
+        return self._get("recalibrations", lambda: Recalibrations(self.kv, self.settings))
 
     def _send_delivery(self, delivery_id: str) -> Any:
         if self.send_delivery is None:

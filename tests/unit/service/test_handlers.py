@@ -2,6 +2,7 @@
 from datetime import date
 
 from plugin.models import Mode
+from plugin.learn.steps import Learning
 from plugin.search.request import MatchRequest
 from plugin.search.result import MatchResult
 from plugin.service.handlers import run_post
@@ -29,7 +30,7 @@ class FakeServices:
         self.matcher_ = FakeMatcher()
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
         self.review = FakeReview()
-        self.learning = type("Learning", (), {"adjust": staticmethod(lambda tenant, post, result: result)})()
+        self.learning = Learning()
 
     def matcher(self, config=None, **kw):
         return self.matcher_

@@ -1,0 +1,294 @@
+"""A tenant's own match confidence, refitted from its desk's decisions (pure).
+
+The packaged confidence (``plugin.search.calibration``) was fitted on CLEF-2020: one newsroom's
+posts, fact-checks and idea of "the right one" differ. Every decision records each shown
+candidate's packaged confidence, so a refit needs no re-matching:
+
+- **Labels** (``labelled``): a confirmed or manual fact-check is a positive; the other shown
+  candidates of a confirmed post are negatives; a reject names its negative (all shown when it
+  names none); "none of these" makes every shown candidate a negative. ``not_a_claim`` teaches
+  no pair, undone decisions and their undos nothing, and decisions with origin ``auto`` are left
+  out (they would teach the model its own guesses).
+- **Model** (``Recalibration``): Platt scaling on the packaged logit, ``p' = σ(a·logit(p) + b)``,
+  one map for the top candidate and one for those below it (``PARTS``), each fitted as a maximum a posteriori estimate under a Gaussian prior centred on the identity
+  (``a = 1, b = 0``) with precision ``PRIOR_STRENGTH``: with few decisions the likelihood is weak
+  and the map stays near the packaged model; as decisions grow it follows them. A language with
+  enough decisions (``MIN_LANG_ROWS``, ``MIN_LANG_SIDE``) gets its own map, shrunk toward the
+  all-languages one; every other language uses that (``"*"``).
+- **Held out** (``held_out``): a deterministic share of posts (by a hash of the post id), never
+  fitted on; the expected calibration error before and after, and the auto-confirm tier
+  (``plugin.learn.tier``), are measured there, so the numbers describe the stored model.
+
+Too few decisions, or one-sided ones (all confirms, all rejects), are refused (``BadInput``)
+instead of fitted: a map from one kind of answer is degenerate, not cautious.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plugin.errors import BadInput
+from plugin.learn.tier import Tier, auto_tier
+from plugin.review.model import Action, superseded
+from plugin.search.calibration import CEIL, FLOOR, expected_calibration_error
+
+#: a refit needs at least this many decisions that teach (not auto, not not_a_claim, not undone)
+MIN_DECISIONS = 50
+#: ... and at least this many on each side: confirms (or manual matches), and rejects or "none"
+MIN_PER_SIDE = 10
+#: a language gets its own map with at least this many labelled candidates in the fitted share,
+#: and this many positives and negatives among them
+MIN_LANG_ROWS, MIN_LANG_SIDE = 200, 20
+#: precision of the Gaussian prior on ``(a − 1, b)``: about this many candidates' worth of belief
+#: in the packaged model (or, for a language, in the all-languages map)
+PRIOR_STRENGTH = 10.0
+#: the share of posts held out, in percent (by ``held_out``)
+HOLDOUT_PERCENT = 30
+#: the parameters ``(a, b)`` of the identity map: the packaged confidence unchanged
+IDENTITY = (1.0, 0.0)
+#: the fallback map's key, as in the packaged calibrator's isotonic maps
+ALL = "*"
+
+
+def logit(p: float) -> float:
+    p = min(max(float(p), FLOOR), CEIL)
+    return math.log(p / (1.0 - p))
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def held_out(post_id: str, percent: int = HOLDOUT_PERCENT) -> bool:
+    """Whether a post is in the held-out share: the same answer in every run and process."""
+    return int(hashlib.sha256(post_id.encode("utf-8")).hexdigest()[:8], 16) % 100 < percent
+
+
+# -- labels ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One shown candidate with its label: what the refit learns from."""
+
+    post_id: str
+    lang: str
+    confidence: float  # the packaged one
+    label: int
+    #: the first shown candidate
+    top: bool
+
+
+def packaged_confidence(candidate: Mapping[str, Any]) -> float | None:
+    """The candidate's packaged confidence: ``confidence_packaged`` when a recalibration served
+    it (``plugin.learn.calibration_step``), else ``confidence``."""
+    value = candidate.get("confidence_packaged")
+    return candidate.get("confidence") if value is None else value
+
+
+def teaching(decisions: Iterable[Mapping[str, Any]]
+             ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], Counter]:
+    """The decisions a refit learns from, the standing not-a-claim ones (no pair, but the tier
+    counts them: ``top_outcome``), and how many were left out and why."""
+    decisions = list(decisions)
+    dropped = superseded(decisions)
+    left: Counter = Counter()
+    kept, claimless = [], []
+    for d in decisions:
+        if d["id"] in dropped:
+            left["undone"] += 1
+        elif d.get("origin") == "auto":
+            left["auto"] += 1
+        elif d["action"] == Action.NOT_A_CLAIM.value:
+            left["not_a_claim"] += 1
+            claimless.append(d)
+        elif d["action"] != Action.UNDO.value:
+            kept.append(d)
+    return kept, claimless, left
+
+
+def labelled(decision: Mapping[str, Any]) -> list[Row]:
+    """The labelled shown candidates of one teaching decision (module docstring); candidates
+    without a packaged confidence (a configuration without a confidence model) teach nothing."""
+    action = Action(decision["action"])
+    fc = decision.get("factcheck_id")
+    cands = decision.get("candidates") or []
+    if action in (Action.CONFIRM, Action.MANUAL) and fc:
+        labels = {c["factcheck_id"]: int(c["factcheck_id"] == fc) for c in cands}
+    elif action is Action.REJECT and fc:
+        labels = {fc: 0}
+    elif action in (Action.REJECT, Action.NONE):
+        labels = {c["factcheck_id"]: 0 for c in cands}
+    else:
+        return []
+    first = min(range(len(cands)), key=lambda i: cands[i].get("rank") or i + 1) if cands else -1
+    rows = []
+    for i, c in enumerate(cands):
+        p = packaged_confidence(c)
+        if c["factcheck_id"] in labels and p is not None:
+            rows.append(Row(decision["post_id"], decision.get("post_lang") or "", float(p),
+                            labels[c["factcheck_id"]], i == first))
+    return rows
+
+
+def top_outcome(decision: Mapping[str, Any]) -> tuple[float, int, str] | None:
+    """``(packaged confidence, right, post language)`` of the decision's top candidate, for the tier: right when
+    the reviewer confirmed it; wrong when they confirmed another, matched one manually, rejected
+    all, found none or said the post makes no claim (auto-confirming it would be an error). A
+    reject of another candidate says nothing about the top one: ``None``."""
+    cands = [c for c in decision.get("candidates") or () if packaged_confidence(c) is not None]
+    if not cands:
+        return None
+    top = min(cands, key=lambda c: c.get("rank") or 10**6)  # as ``labelled`` picks it
+    action, fc = Action(decision["action"]), decision.get("factcheck_id")
+    if action is Action.REJECT and fc and fc != top["factcheck_id"]:
+        return None
+    return (float(packaged_confidence(top)), int(action is Action.CONFIRM and fc == top["factcheck_id"]),
+            decision.get("post_lang") or "")
+
+
+# -- the model ---------------------------------------------------------------------------------------
+def fit_platt(x: Sequence[float], y: Sequence[int], prior: tuple[float, float] = IDENTITY,
+              strength: float = PRIOR_STRENGTH, iters: int = 50) -> tuple[float, float]:
+    """``(a, b)`` maximising Σ log-likelihood of ``y`` under ``σ(a·x + b)`` minus
+    ``strength/2 · ‖(a, b) − prior‖²``, by Newton steps (the objective is strictly concave)."""
+    import numpy as np
+
+    xs = np.column_stack([np.asarray(x, dtype="float64"), np.ones(len(x))])
+    ys = np.asarray(y, dtype="float64")
+    centre = np.asarray(prior, dtype="float64")
+    w = centre.copy()
+    for _ in range(iters):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (xs @ w)))
+        grad = xs.T @ (p - ys) + strength * (w - centre)
+        hess = (xs * (p * (1.0 - p))[:, None]).T @ xs + strength * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    return float(w[0]), float(w[1])
+
+
+#: a map's two parts: for the top candidate (the first shown), and for the ones below it. A
+#: reviewer confirms at most one candidate, so at the same packaged confidence the top one and
+#: those below it are right at different rates.
+PARTS = ("top", "rest")
+
+
+@dataclass(frozen=True)
+class Recalibration:
+    """A tenant's map from the packaged confidence to its own, ``p' = σ(a·logit(p) + b)``:
+    ``{lang or "*": {"top": (a, b), "rest": (a, b)}}``."""
+
+    params: Mapping[str, Mapping[str, tuple[float, float]]]
+
+    def predict(self, confidence: float, lang: str | None, top: bool) -> float:
+        """The tenant's confidence for a packaged one, kept inside the packaged range."""
+        a, b = self.params.get(lang or "", self.params[ALL])["top" if top else "rest"]
+        return min(max(sigmoid(a * logit(confidence) + b), FLOOR), CEIL)
+
+    def to_dict(self) -> dict[str, dict[str, dict[str, float]]]:
+        return {k: {part: {"a": round(a, 6), "b": round(b, 6)} for part, (a, b) in maps.items()}
+                for k, maps in sorted(self.params.items())}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Recalibration:
+        if ALL not in raw:
+            raise ValueError(f"a recalibration needs its {ALL!r} map; it has {sorted(raw)}")
+        return cls({k: {part: (float(maps[part]["a"]), float(maps[part]["b"])) for part in PARTS}
+                    for k, maps in raw.items()})
+
+
+def fit_maps(rows: Sequence[Row], prior: Mapping[str, tuple[float, float]] | None = None
+             ) -> dict[str, tuple[float, float]]:
+    """Both parts of a map from ``rows``, each shrunk toward ``prior``'s (the identity)."""
+    out = {}
+    for part in PARTS:
+        mine = [r for r in rows if r.top == (part == "top")]
+        out[part] = fit_platt([logit(r.confidence) for r in mine], [r.label for r in mine],
+                              prior[part] if prior else IDENTITY) if mine else (prior or {}).get(part, IDENTITY)
+    return out
+
+
+def fit_recalibration(rows: Sequence[Row]) -> tuple[Recalibration, dict[str, dict[str, Any]]]:
+    """The all-languages map shrunk toward the identity, and one per language with enough rows
+    shrunk toward it; with what each language had (``per_language``)."""
+    overall = fit_maps(rows)
+    params = {ALL: overall}
+    per_language: dict[str, dict[str, Any]] = {}
+    for lang in sorted({r.lang for r in rows}):
+        mine = [r for r in rows if r.lang == lang]
+        pos = sum(r.label for r in mine)
+        own = bool(lang) and len(mine) >= MIN_LANG_ROWS and min(pos, len(mine) - pos) >= MIN_LANG_SIDE
+        if own:
+            params[lang] = fit_maps(mine, overall)
+        per_language[lang or "unknown"] = {"rows": len(mine), "positives": pos, "own_map": own}
+    return Recalibration(params), per_language
+
+
+# -- a refit, whole ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fit:
+    recalibration: Recalibration
+    tier: Tier
+    counts: dict[str, int]
+    per_language: dict[str, dict[str, Any]]
+    ece: dict[str, float] = field(default_factory=dict)
+    #: the packaged calibrator the decisions' confidences came from (``versions.calibrator``)
+    calibrator: str = ""
+    #: the time of the newest decision fitted on: "new decisions" are those after it
+    decisions_until: str | None = None
+
+
+def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
+    """Refit a tenant's confidence from its decision log (module docstring); ``BadInput`` naming
+    what is missing when the decisions are too few or one-sided."""
+    kept, claimless, left = teaching(decisions)
+    named = Counter((d.get("versions") or {}).get("calibrator") for d in kept)
+    named.pop(None, None)
+    who = f"tenant {tenant!r}" if tenant else "the tenant"
+    if not named:
+        raise BadInput(f"{who} has no decisions on calibrated matches to recalibrate from "
+                       f"({len(kept)} teaching decisions; a configuration without a confidence "
+                       f"model records none)")
+    calibrator = named.most_common(1)[0][0]
+    kept = [d for d in kept if (d.get("versions") or {}).get("calibrator") == calibrator]
+    claimless = [d for d in claimless if (d.get("versions") or {}).get("calibrator") == calibrator]
+    confirms = sum(d["action"] in (Action.CONFIRM.value, Action.MANUAL.value) for d in kept)
+    rejects = len(kept) - confirms
+    if len(kept) < MIN_DECISIONS:
+        raise BadInput(f"{who} has {len(kept)} decisions to recalibrate from; at least "
+                       f"{MIN_DECISIONS} are needed (auto, not-a-claim and undone decisions do not "
+                       f"count)")
+    if min(confirms, rejects) < MIN_PER_SIDE:
+        raise BadInput(f"{who}'s decisions are one-sided ({confirms} confirms, {rejects} rejects or "
+                       f"none-of-these); at least {MIN_PER_SIDE} of each are needed to recalibrate "
+                       f"instead of learning a degenerate model")
+    fitted = [r for d in kept if not held_out(d["post_id"]) for r in labelled(d)]
+    test_decisions = [d for d in kept if held_out(d["post_id"])]
+    test = [r for d in test_decisions for r in labelled(d)]
+    if not fitted or len({r.label for r in fitted}) < 2:
+        raise BadInput(f"{who}'s decisions outside the held-out share have only one kind of label; "
+                       f"more decisions are needed")
+    model, per_language = fit_recalibration(fitted)
+    tops = [t for d in test_decisions if (t := top_outcome(d)) is not None]
+    claimless_tops = [t for d in claimless if held_out(d["post_id"]) and (t := top_outcome(d)) is not None]
+    tier = auto_tier([model.predict(p, lang, True) for p, _, lang in tops + claimless_tops],
+                     [y for _, y, _ in tops + claimless_tops])
+    before = [r.confidence for r in test]
+    after = [model.predict(r.confidence, r.lang, r.top) for r in test]
+    labels = [r.label for r in test]
+    ece = {"before": round(expected_calibration_error(before, labels), 4),
+           "after": round(expected_calibration_error(after, labels), 4),
+           "at_1_before": round(expected_calibration_error([p for p, _, _ in tops], [y for _, y, _ in tops]), 4),
+           "at_1_after": round(expected_calibration_error([model.predict(p, lang, True) for p, _, lang in tops],
+                                                          [y for _, y, _ in tops]), 4)}
+    counts = {"decisions": len(kept), "confirms": confirms, "rejects": rejects,
+              "rows": len(fitted) + len(test), "positives": sum(r.label for r in fitted + test),
+              "fitted_rows": len(fitted), "held_out_decisions": len(test_decisions),
+              "held_out_rows": len(test), "left_out_auto": left["auto"],
+              "left_out_not_a_claim": left["not_a_claim"], "left_out_undone": left["undone"]}
+    until = max((d["at"] for d in kept), default=None)
+    return Fit(model, tier, counts, per_language, ece, calibrator, until)

@@ -1,0 +1,94 @@
+"""The tenant's own confidence on its matches (a ``plugin.learn.steps`` step), and auto-confirm.
+
+``Recalibration.apply`` replaces each match's ``confidence`` by the tenant's recalibrated one
+(``plugin.learn.calibrate``; the map of the post's language, else the all-languages one; the
+first match counts as the top candidate) and keeps
+the packaged one beside it as ``confidence_packaged``: the review item and its decisions record
+both, so the next refit learns from the packaged confidence, never from its own output. A tenant
+without a recalibration, a match without a confidence, a result from another packaged calibrator
+than the one the map was fitted on, and a match the memory step confirmed from the desk
+(``reason: confirmed-by-desk``, whose confidence is the desk's word) are left as they are.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from plugin.errors import DecisionConflict, NotFound
+
+log = logging.getLogger(__name__)
+
+#: the actor auto-confirmed decisions are recorded under (origin ``auto``)
+AUTO_ACTOR = "factsieve-auto"
+#: the memory step's reason for a pair the desk confirmed: its confidence is left alone
+CONFIRMED_BY_DESK = "confirmed-by-desk"
+
+
+def calibrator_of(config: str | None) -> str | None:
+    """The packaged calibrator a result's configuration uses (as ``versions_of`` names it)."""
+    if not config:
+        return None
+    from plugin.search.retrieval import get_config
+
+    try:
+        cfg = get_config(config)
+    except Exception:  # a configuration this process does not know: nothing to map
+        return None
+    return cfg.calibrator or cfg.name
+
+
+class Recalibration:
+    """The recalibration step; ``recalibrations``: ``calibration_store.Recalibrations``."""
+
+    def __init__(self, recalibrations: Any) -> None:
+        self.recalibrations = recalibrations
+
+    def apply(self, tenant: str, post: Mapping[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        from plugin.learn.calibration_store import packaged_sha256
+
+        found = self.recalibrations.model(tenant)
+        if found is None or not result.get("matches"):
+            return result
+        model, record = found
+        name = calibrator_of(result.get("config"))
+        sits_on = record.get("calibrator") or {}
+        if name is None or sits_on.get("name") != name or sits_on.get("sha256") != packaged_sha256(name):
+            return result
+        lang = result.get("lang")
+        matches = []
+        for i, m in enumerate(result["matches"]):
+            if m.get("confidence") is None or m.get("reason") == CONFIRMED_BY_DESK:
+                matches.append(m)
+                continue
+            packaged = m.get("confidence_packaged", m["confidence"])
+            matches.append({**m, "confidence": round(model.predict(packaged, lang, i == 0), 4),
+                            "confidence_packaged": packaged})
+        changed = any(m is not old for m, old in zip(matches, result["matches"]))
+        return {**result, "matches": matches} if changed else result
+
+
+def auto_confirm(services: Any, tenant: str, post_id: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Confirm the post's top match without a person when the tenant opted in
+    (``TenantRules.auto_confirm``), has an auto-confirm tier, and the top match's (recalibrated)
+    confidence reaches it: a decision with origin ``auto`` (its ``match.confirmed`` says
+    ``"auto": true``), shown in the desk's history and undone like any other. Returns the
+    decision, or ``None``. Idempotent: an item already decided (a job run twice, or a reviewer
+    first) or never queued is left alone."""
+    matches = result.get("matches") or []
+    if not matches or not services.review_rules.for_tenant(tenant).auto_confirm:
+        return None
+    top = matches[0]
+    record = services.recalibrations.get(tenant)
+    threshold = ((record or {}).get("tier") or {}).get("threshold")
+    if threshold is None or top.get("confidence") is None or top["confidence"] < threshold:
+        return None
+    if top.get("confidence_packaged") is None:  # not served by this tenant's map
+        return None
+    try:
+        (decision,) = services.review.decide(tenant, AUTO_ACTOR, [
+            {"post_id": post_id, "action": "confirm", "factcheck_id": top["id"]}], origin="auto")
+    except (DecisionConflict, NotFound) as exc:
+        log.info("post %s of tenant %s not auto-confirmed: %s", post_id, tenant, exc.detail)
+        return None
+    return decision
