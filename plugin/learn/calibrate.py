@@ -104,7 +104,9 @@ def teaching(decisions: Iterable[Mapping[str, Any]]
         elif d["action"] == Action.NOT_A_CLAIM.value:
             left["not_a_claim"] += 1
             claimless.append(d)
-        elif d["action"] != Action.UNDO.value:
+        elif d["action"] == Action.UNDO.value:
+            left["undo"] += 1
+        else:
             kept.append(d)
     return kept, claimless, left
 
