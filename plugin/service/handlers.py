@@ -100,8 +100,9 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post (with its filters and rerank budget, when it gives them), record its review
-    item (``plugin.review``; none without matches), then plan and enqueue a ``post.matched``
+    """Match a post (with its filters and rerank budget, when it gives them) as the tenant's desk
+    taught (``Services.learning``), remember it (``Services.posts``), record its review item
+    (``plugin.review``; none without matches), then plan and enqueue a ``post.matched``
     delivery for every subscription whose filters it passes and whose threshold its best match
     clears."""
     post = job["input"]["post"]
@@ -109,6 +110,7 @@ def run_post(services: Services, job: dict[str, Any],
     matcher = services.matcher(job["input"].get("config"))
     matched = matcher.match(MatchRequest.from_mapping(post))
     result = services.learning.adjust(tenant, post, matched.to_dict())
+    services.posts.remember(tenant, post, result["lang"])  # what later posts are compared with
     best = best_score(result["matches"])
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),

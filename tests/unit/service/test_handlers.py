@@ -29,6 +29,10 @@ class FakeServices:
         self.matcher_ = FakeMatcher()
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
         self.review = FakeReview()
+        self.learning = type("Learning", (), {"adjust": staticmethod(lambda tenant, post, result: result)})()
+        self.remembered = []
+        self.posts = type("Posts", (), {"remember": staticmethod(
+            lambda tenant, post, lang: self.remembered.append((tenant, post["id"], lang)))})()
 
     def matcher(self, config=None, **kw):
         return self.matcher_
@@ -50,3 +54,4 @@ def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     (item,) = services.review.items
     assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
     assert item[6]["matches"] == [] and item[7] == {"retrieval_config": "t"}
+    assert services.remembered == [("default", "p1", "en")]  # what later posts are compared with
