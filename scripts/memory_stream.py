@@ -13,7 +13,7 @@ a private namespace of the configured OpenSearch and Redis, deleted afterwards:
    leave alone unless they make the same claim as a decided post).
 
 For every re-post and fresh post the script reads its neighbours once and applies the memory at
-each threshold of ``--thresholds``; per threshold it reports the share answered by memory (the
+each threshold of ``--thresholds``, with and without the same-claim test; per threshold it reports the share answered by memory (the
 top match ``confirmed-by-desk``), its precision (that fact-check is a qrels one of the post), the
 share where a pair the desk rejected came back (should be 0), and S@1 before/after memory.
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import random
 import statistics
@@ -38,6 +39,7 @@ from plugin.index.store import Store  # noqa: E402
 from plugin.lab.datasets import ensure_dataset_index, load_dataset  # noqa: E402
 from plugin.learn.memory import CONFIRMED_BY_DESK, Memory, pairs_of  # noqa: E402
 from plugin.learn.memory_reposts import repost  # noqa: E402
+from plugin.search.duplicates import DUPLICATE_JACCARD  # noqa: E402
 from plugin.search.request import MatchRequest  # noqa: E402
 from plugin.search.versions import versions_of  # noqa: E402
 from plugin.service.kv import KV  # noqa: E402
@@ -45,6 +47,9 @@ from plugin.service.services import Services  # noqa: E402
 from plugin.settings import TEST_MODEL, Settings  # noqa: E402
 
 THRESHOLDS = (0.85, 0.9, 0.93, 0.95, 0.97, 0.99)
+#: how a neighbour counts as a re-post: cosine at the threshold or the same-claim test (what
+#: serving does), or cosine alone
+VARIANTS = {"cosine_or_same_claim": DUPLICATE_JACCARD, "cosine": None}
 
 
 class Once:
@@ -83,7 +88,7 @@ def oracle(matches: list[dict[str, Any]], relevant: set[str]) -> dict[str, Any]:
     return {"action": "confirm", "factcheck_id": hit} if hit else {"action": "none"}
 
 
-def summary(rows: list[dict[str, Any]], t: float) -> dict[str, Any]:
+def summary(rows: list[dict[str, Any]], t: tuple[float, str]) -> dict[str, Any]:
     n = len(rows)
     answered = [r for r in rows if r["by_t"][t]["memory"]]
     right = [r for r in answered if r["by_t"][t]["top"] in r["relevant"]]
@@ -168,11 +173,11 @@ def main() -> None:
             before = match(post)
             row = {"relevant": qrels[q["id"]], "top_before": before["matches"][0]["id"] if before["matches"] else None,
                    "by_t": {}}
-            for t in thresholds:
-                after = Memory(reader, min_similarity=t, neighbours=settings.memory_neighbours).apply(
-                    tenant, post, before)
+            for t, (variant, jaccard) in itertools.product(thresholds, VARIANTS.items()):
+                after = Memory(reader, min_similarity=t, neighbours=settings.memory_neighbours,
+                               same_claim=jaccard).apply(tenant, post, before)
                 top = after["matches"][0] if after["matches"] else {}
-                row["by_t"][t] = {"memory": top.get("reason") == CONFIRMED_BY_DESK, "top": top.get("id"),
+                row["by_t"][t, variant] = {"memory": top.get("reason") == CONFIRMED_BY_DESK, "top": top.get("id"),
                                   "rejected_back": bool(edits) and bool(
                                       rejected.get(q["id"], set()) & {m["id"] for m in after["matches"]})}
             found = reader.neighbours(tenant, reader.vector(text), settings.memory_neighbours)
@@ -194,7 +199,8 @@ def main() -> None:
             "fresh_nearest_similarity": {
                 "max": round(max(fresh_sims), 4), "p95": round(sorted(fresh_sims)[len(fresh_sims) * 19 // 20], 4),
                 "median": round(statistics.median(fresh_sims), 4)} if fresh_sims else None,
-            "by_threshold": {str(t): {"reposts": summary(rows["reposts"], t), "fresh": summary(rows["fresh"], t)}
+            "by_threshold": {str(t): {v: {"reposts": summary(rows["reposts"], (t, v)),
+                                          "fresh": summary(rows["fresh"], (t, v))} for v in VARIANTS}
                              for t in thresholds},
             "chosen_threshold": settings.memory_min_similarity,
             "seconds": {"originals": round(originals_s, 1), "stream": round(stream_s, 1),

@@ -1,8 +1,9 @@
 """Memory: what the tenant's desk decided on a post holds for the same post and its re-posts.
 
 A post is compared with the tenant's earlier posts (``memory_store.PostMemory``: the same
-``post_id``, or a neighbour in the posts index whose cosine similarity to it is at least
-``FACTSIEVE_MEMORY_MIN_SIMILARITY``). The desk's live decisions on those posts (an undone
+``post_id``, or one of its nearest neighbours in the posts index whose cosine similarity to it
+is at least ``FACTSIEVE_MEMORY_MIN_SIMILARITY`` or that makes the same claim by the matcher's
+word-set test). The desk's live decisions on those posts (an undone
 decision and its undo teach nothing, ``plugin.review.model.superseded``; an ``auto`` decision
 counts like a person's until someone undoes it) then change the match result:
 
@@ -25,6 +26,8 @@ from typing import Any, Protocol
 
 from plugin.models import STORED_FIELDS
 from plugin.review.model import Action, superseded
+from plugin.search.duplicates import DUPLICATE_JACCARD, similar, words
+from plugin.search.normalize import normalize_post
 
 #: the reason a match carries when the desk confirmed it for this post or a re-post of it
 CONFIRMED_BY_DESK = "confirmed-by-desk"
@@ -60,14 +63,27 @@ class Verdict:
     same_post: bool = False
 
 
-def near_duplicates(post_id: str | None, neighbours: Iterable[Neighbour],
-                    min_similarity: float) -> list[Neighbour]:
+def post_words(text: str | None) -> frozenset[str]:
+    """The word set the same-claim test compares posts by: of the normalised post, so a link,
+    a retweet prefix or a mention added or taken away changes nothing."""
+    return words(normalize_post(text) or text) if text else frozenset()
+
+
+def near_duplicates(post_id: str | None, neighbours: Iterable[Neighbour], min_similarity: float,
+                    text: str | None = None, jaccard: float | None = DUPLICATE_JACCARD
+                    ) -> list[Neighbour]:
     """The posts whose decisions apply, closest first: the post itself (similarity 1.0, by its
-    id, whatever its text is now) and each neighbour at ``min_similarity`` or above, once."""
+    id, whatever its text is now) and each neighbour at ``min_similarity`` or above, or making the
+    same claim (the matcher's test, ``plugin.search.duplicates``: word-set Jaccard of the
+    normalised texts at ``jaccard`` or above; ``None``: not used), once."""
     out = [Neighbour(post_id, 1.0)] if post_id else []
     seen = {post_id}
+    mine = post_words(text) if jaccard is not None else frozenset()
     for n in sorted(neighbours, key=lambda n: -n.similarity):
-        if n.post_id not in seen and n.similarity >= min_similarity:
+        if n.post_id in seen:
+            continue
+        if n.similarity >= min_similarity or (
+                jaccard is not None and similar(mine, post_words(n.text), jaccard)):
             out.append(n)
             seen.add(n.post_id)
     return out
@@ -179,16 +195,19 @@ class Memory:
     """The memory step of ``Learning``: two reads per post (its neighbours, their decisions),
     a third only to fetch a confirmed fact-check the matcher did not return."""
 
-    def __init__(self, posts: PostReader, *, min_similarity: float, neighbours: int) -> None:
+    def __init__(self, posts: PostReader, *, min_similarity: float, neighbours: int,
+                 same_claim: float | None = DUPLICATE_JACCARD) -> None:
         self.posts = posts
         self.min_similarity = min_similarity
         self.k = neighbours
+        #: the same-claim test's Jaccard threshold (``near_duplicates``; ``None``: cosine only)
+        self.same_claim = same_claim
 
     def near(self, tenant: str, post: Mapping[str, Any]) -> list[Neighbour]:
         """The tenant's posts whose decisions apply to ``post``, closest first."""
         text = post.get("text")
         found = self.posts.neighbours(tenant, self.posts.vector(text), self.k) if text else []
-        return near_duplicates(post.get("id"), found, self.min_similarity)
+        return near_duplicates(post.get("id"), found, self.min_similarity, text, self.same_claim)
 
     def apply(self, tenant: str, post: Mapping[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         near = self.near(tenant, post)

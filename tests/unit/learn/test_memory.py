@@ -32,6 +32,14 @@ def test_near_duplicates_put_the_post_itself_first_then_the_close_ones_once():
     assert near_duplicates(None, [Neighbour("s", 0.90)], 0.95) == []
 
 
+def test_a_neighbour_below_the_threshold_counts_when_it_makes_the_same_claim():
+    text = "RT @x: Bill Gates wants to microchip everyone with the vaccine https://t.co/a"
+    close = Neighbour("s", 0.91, "bill gates wants to microchip everyone with the vaccine!! #wakeup")
+    other = Neighbour("t", 0.92, "Bill Gates funds vaccine research in Africa")
+    assert near_duplicates(None, [close, other], 0.95, text) == [close]
+    assert near_duplicates(None, [close, other], 0.95, text, jaccard=None) == []
+
+
 # -- which decisions --------------------------------------------------------------------------------
 @pytest.mark.parametrize("decisions, live", [
     ([dec("d1", "p", "confirm", "a")], {"p": "d1"}),
