@@ -192,7 +192,7 @@ class Settings(BaseSettings):
     posts_index: str = "posts"
     #: Cosine similarity from which an earlier post counts as the same post re-posted, so the
     #: desk's decisions on it apply (``plugin.learn.memory``; measured: docs/learning.md).
-    memory_min_similarity: float = Field(default=0.95, ge=0.0, le=1.0)
+    memory_min_similarity: float = Field(default=0.93, ge=0.0, le=1.0)
     #: How many of the tenant's nearest earlier posts the memory step compares a post with.
     memory_neighbours: int = Field(default=10, ge=1, le=100)
     #: The most decisions one ``POST /v1/review/decisions`` may carry.

@@ -99,6 +99,43 @@ def summary(rows: list[dict[str, Any]], t: tuple[float, str]) -> dict[str, Any]:
             "S@1_after": round(sum(r["by_t"][t]["top"] in r["relevant"] for r in rows) / n, 4) if n else None}
 
 
+def query_pairs(dataset: Any, embedder: Any, thresholds: list[float]) -> dict[str, Any]:
+    """How often two different queries of the dataset are as close as a re-post (no OpenSearch):
+    per threshold, the pairs at or above it that share a qrels fact-check (the same claim: memory
+    would be right) and those that do not (memory would be wrong), with the same-claim test too."""
+    import numpy as np
+
+    from plugin.learn.memory import post_words
+    from plugin.search.duplicates import similar
+
+    qrels = dataset.qrels["all"]
+    qs = [q for q in dataset.queries if q["id"] in qrels]
+    vecs = np.asarray([PostVectors.vector(embedder, q["text"]) for q in qs])
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    sims = vecs @ vecs.T
+    bags = [post_words(q["text"]) for q in qs]
+    out: dict[str, Any] = {"queries": len(qs), "pairs": len(qs) * (len(qs) - 1) // 2}
+    i, j = np.triu_indices(len(qs), 1)
+    same = np.array([bool(qrels[qs[a]["id"]] & qrels[qs[b]["id"]]) for a, b in zip(i, j)])
+    claim = np.array([similar(bags[a], bags[b], DUPLICATE_JACCARD) for a, b in zip(i, j)])
+    for t in thresholds:
+        close = sims[i, j] >= t
+        out[str(t)] = {"same_claim_pairs": int((close & same).sum()),
+                       "different_claim_pairs": int((close & ~same).sum()),
+                       "different_claim_pairs_or_same_claim_test": int(((close | claim) & ~same).sum())}
+    return out
+
+
+class PostVectors:
+    """A post's memory vector without a store (``PostMemory.vector``'s recipe)."""
+
+    @staticmethod
+    def vector(embedder: Any, text: str) -> list[float]:
+        from plugin.search.normalize import normalize_post
+
+        return list(embedder.encode_queries([normalize_post(text) or text.strip()])[0])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset", default="samples/clef2020")
@@ -106,8 +143,15 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--thresholds", default=",".join(map(str, THRESHOLDS)))
     p.add_argument("--limit", type=int, default=0, help="at most this many queries (0: all)")
+    p.add_argument("--pairs-only", action="store_true",
+                   help="only how close the dataset's different queries come (no OpenSearch)")
     args = p.parse_args()
     thresholds = [float(x) for x in args.thresholds.split(",")]
+    if args.pairs_only:
+        from plugin.embedding import load_embedder
+
+        print(json.dumps(query_pairs(load_dataset(args.dataset), load_embedder(Settings()), thresholds), indent=2))
+        return
     tag = uuid.uuid4().hex[:8]
     base = Settings()
     if base.embedding_model == TEST_MODEL:

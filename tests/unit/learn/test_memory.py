@@ -92,7 +92,7 @@ def test_rejected_pairs_are_dropped_and_the_confirmed_one_comes_first():
     top = out["matches"][0]
     assert top["reason"] == CONFIRMED_BY_DESK
     assert top["memory"] == {"post_id": "p0", "similarity": 0.97, "decision_id": "d2"}
-    assert top["confidence"] == 0.95 and top["explain"] == match("c")["explain"]
+    assert top["confidence"] == 0.96 and top["explain"] == match("c")["explain"]
     assert "reason" not in out["matches"][1] and out["config"] == "c"
 
 
@@ -116,8 +116,9 @@ def test_nothing_said_about_these_matches_leaves_the_result_itself():
 
 def test_memory_confidence_is_the_desks_word_never_below_the_matchers():
     assert memory_confidence(Verdict("a", True, "p", 1.0, "d", same_post=True)) == SAME_POST_CONFIDENCE
-    assert memory_confidence(Verdict("a", True, "q", 0.99, "d")) == 0.98
-    assert memory_confidence(Verdict("a", True, "q", 0.96, "d")) == 0.95
+    assert memory_confidence(Verdict("a", True, "q", 0.99, "d")) == 0.96
+    assert memory_confidence(Verdict("a", True, "q", 0.93, "d")) == 0.96
+    assert memory_confidence(Verdict("a", True, "q", 0.91, "d")) == 0.75
     assert memory_confidence(Verdict("a", True, "q", 0.96, "d"), matched=0.997) == 0.997
 
 
