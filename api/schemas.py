@@ -129,6 +129,14 @@ FactCheckFields = create_model("FactCheckFields", __base__=Response,
                                **{name: (str | None, None) for name in STORED_FIELDS})
 
 
+class MemoryOut(Response):
+    """The earlier post whose desk decision put a match first (``plugin.learn.memory``)."""
+
+    post_id: str
+    similarity: float = Field(description="cosine similarity of the two posts (1 for the same post)")
+    decision_id: str
+
+
 class MatchItem(FactCheckFields):
     id: str
     score: float
@@ -137,6 +145,9 @@ class MatchItem(FactCheckFields):
         "calibrated probability that this fact-check addresses the post (the configuration's "
         "confidence model; null when it has none, or when OpenSearch fused the sub-queries)"))
     explain: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = Field(default=None, description=(
+        "why the match is where it is, when not only retrieval put it there: `confirmed-by-desk`"))
+    memory: MemoryOut | None = None
 
 
 class MatchOut(Response):

@@ -188,6 +188,13 @@ class Settings(BaseSettings):
     decisions_index: str = "decisions"
     #: Alias of the review queue: one item per (tenant, post) a worker matched.
     review_index: str = "review"
+    #: Alias of the posts workers matched, with their embeddings (``plugin.learn.memory``).
+    posts_index: str = "posts"
+    #: Cosine similarity from which an earlier post counts as the same post re-posted, so the
+    #: desk's decisions on it apply (``plugin.learn.memory``; measured: docs/learning.md).
+    memory_min_similarity: float = Field(default=0.93, ge=0.0, le=1.0)
+    #: How many of the tenant's nearest earlier posts the memory step compares a post with.
+    memory_neighbours: int = Field(default=10, ge=1, le=100)
     #: The most decisions one ``POST /v1/review/decisions`` may carry.
     review_bulk_max: int = Field(default=200, ge=1, le=10000)
     #: The longest note a reviewer may attach to a decision, in characters.

@@ -189,20 +189,23 @@ def check_model(store: Store, alias: str, model: str, dimension: int) -> dict[st
 
 
 # -- plain indexes: one template file, no components, no embedding (jobs, review, decisions) ------
-def plain_index_bodies(template: str, alias: str, replicas: int
+def plain_index_bodies(template: str, alias: str, replicas: int, values: dict[str, Any] | None = None
                        ) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
     """``(template name, template body, first index, its create body)`` of an index kind that is
-    one ``index_templates/<template>.index_template.json`` with no embedding (pure)."""
-    body = render(load_template(f"{template}.index_template"), {"alias": alias, "replicas": replicas})
+    one ``index_templates/<template>.index_template.json`` and no components (pure). ``values``:
+    its other placeholders (the posts index's ``model`` and ``dimension``)."""
+    body = render(load_template(f"{template}.index_template"),
+                  {**(values or {}), "alias": alias, "replicas": replicas})
     return f"factsieve-{alias}", body, f"{alias}-v1", {"aliases": {alias: {}}}
 
 
-def install_plain_index(store: Store, template: str, alias: str, replicas: int) -> str:
+def install_plain_index(store: Store, template: str, alias: str, replicas: int,
+                        values: dict[str, Any] | None = None) -> str:
     """Install the template and create ``<alias>-v1`` behind the alias; idempotent (``factsieve
     init``; the admin identity on a secured cluster). An index made by an older version gets the
     fields added since (the mappings are strict). Returns the alias."""
     check_alias_name(alias)
-    name, template_body, first, create = plain_index_bodies(template, alias, replicas)
+    name, template_body, first, create = plain_index_bodies(template, alias, replicas, values)
     store.put_index_template(name, template_body)
     if not store.alias_indices(alias):
         store.create_index_if_missing(first, create)
@@ -211,13 +214,14 @@ def install_plain_index(store: Store, template: str, alias: str, replicas: int) 
     return alias
 
 
-def ensure_plain_index(store: Store, template: str, alias: str, replicas: int) -> None:
+def ensure_plain_index(store: Store, template: str, alias: str, replicas: int,
+                       values: dict[str, Any] | None = None) -> None:
     """The alias present with every field of the current mapping. Writes only what is missing
     (``install_plain_index`` does it all), so the runtime identity of a secured cluster, which may
     not install anything, passes once ``factsieve init`` ran."""
-    _, template_body, _, _ = plain_index_bodies(template, alias, replicas)
+    _, template_body, _, _ = plain_index_bodies(template, alias, replicas, values)
     if not store.alias_indices(alias):
-        install_plain_index(store, template, alias, replicas)
+        install_plain_index(store, template, alias, replicas, values)
         return
     wanted = template_body["template"]["mappings"]["properties"]
     if set(wanted) - set(store.mapping_properties(alias)):  # made by an older version

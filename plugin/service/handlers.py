@@ -101,8 +101,8 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post (with its filters and rerank budget, when it gives them) and pass the result
-    through what the tenant's desk taught (``services.learning``), record its review item
+    """Match a post (with its filters and rerank budget, when it gives them) as the tenant's desk
+    taught (``Services.learning``), remember it (``Services.posts``), record its review item
     (``ReviewDesk.record_item``, which applies the tenant's review rules), auto-confirm it when
     the tenant opted in, then plan and enqueue a ``post.matched`` delivery for every
     subscription whose filters it passes and whose threshold its best match clears."""
@@ -111,6 +111,7 @@ def run_post(services: Services, job: dict[str, Any],
     matcher = services.matcher(job["input"].get("config"))
     matched = matcher.match(MatchRequest.from_mapping(post))
     result = services.learning.adjust(tenant, post, matched.to_dict())
+    services.posts.remember(tenant, post, result["lang"])  # what later posts are compared with
     best = best_score(result["matches"])
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),

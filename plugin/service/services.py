@@ -65,7 +65,7 @@ class Services:
 
     def install(self) -> dict[str, Any]:
         """What ``factsieve init`` sets up, idempotently, with the admin identity: the index
-        templates and the fact-check, evidence, jobs, review queue and decision log aliases with
+        templates and the fact-check, evidence, jobs, review queue, decision log and posts aliases with
         their first indexes, the fusion pipelines, and the hosted model with its ingest pipeline
         and search template. After it the runtime identity only reads and writes documents."""
         from plugin.evidence import evidence_spec
@@ -76,13 +76,15 @@ class Services:
         index = svc._index = install_index(svc.store, spec)
         evidence = install_index(svc.store, evidence_spec(svc.settings, svc.embedder))
         svc.jobs.install()
-        review = [install_plain_index(svc.store, kind, alias, svc.settings.index_replicas)
-                  for kind, alias in (("review", svc.settings.review_index),
-                                      ("decisions", svc.settings.decisions_index))]
+        review = [install_plain_index(svc.store, kind, alias, svc.settings.index_replicas, values)
+                  for kind, alias, values in (("review", svc.settings.review_index, None),
+                                              ("decisions", svc.settings.decisions_index, None),
+                                              ("posts", svc.settings.posts_index,
+                                               svc.posts.template_values()))]
         return {"alias": spec.alias, "index": index, "embedding_model": spec.model,
                 "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
                 "evidence_index": evidence, "jobs_index": svc.settings.jobs_index,
-                "review_index": review[0], "decisions_index": review[1],
+                "review_index": review[0], "decisions_index": review[1], "posts_index": review[2],
                 "search_pipelines": svc.install_search_pipelines(),
                 "hosted_model": svc.host_model()}
 
@@ -135,13 +137,25 @@ class Services:
         return self._get("review_rules", lambda: load_rules(self.settings.review_rules_path))
 
     @property
+    def posts(self) -> Any:
+        """The matched posts with their embeddings (``plugin.learn.memory_store.PostMemory``)."""
+        from plugin.learn.memory_store import PostMemory
+
+        return self._get("posts", lambda: PostMemory(self.store, self.settings, self.embedder))
+
+    @property
     def learning(self) -> Any:
-        """What the tenant's desk taught, applied to match results (``plugin.learn.steps``)."""
+        """What the tenant's desk taught, applied to match results (``plugin.learn.steps``):
+        memory first (``plugin.learn.memory``), then the tenant's recalibrated confidence
+        (``plugin.learn.calibration_step``), which leaves the desk's own confirmations alone."""
+        from plugin.learn.calibration_step import Recalibration
+        from plugin.learn.memory import Memory
         from plugin.learn.steps import Learning
 
-        from plugin.learn.calibration_step import Recalibration
-
-        return self._get("learning", lambda: Learning(steps=(Recalibration(self.recalibrations),)))
+        return self._get("learning", lambda: Learning(steps=(
+            Memory(self.posts, min_similarity=self.settings.memory_min_similarity,
+                   neighbours=self.settings.memory_neighbours),
+            Recalibration(self.recalibrations))))
 
     @property
     def recalibrations(self) -> Any:

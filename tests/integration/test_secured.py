@@ -131,7 +131,7 @@ def test_init_with_the_admin_identity_installs_everything(installed, services, s
     assert installed["evidence_index"] == f"{secured.evidence_index}-v1"
     assert admin.alias_indices(secured.jobs_index) == [f"{secured.jobs_index}-v1"]
     assert installed["review_index"] == secured.review_index
-    for alias in (secured.review_index, secured.decisions_index):
+    for alias in (secured.review_index, secured.decisions_index, secured.posts_index):
         assert admin.alias_indices(alias) == [f"{alias}-v1"]
     assert installed["search_pipelines"], "neural-search is on the secured node too"
     assert services.install()["index"] == installed["index"]  # idempotent

@@ -31,6 +31,9 @@ class FakeServices:
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
         self.review = FakeReview()
         self.learning = Learning()
+        self.remembered = []
+        self.posts = type("Posts", (), {"remember": staticmethod(
+            lambda tenant, post, lang: self.remembered.append((tenant, post["id"], lang)))})()
 
     def matcher(self, config=None, **kw):
         return self.matcher_
@@ -52,3 +55,4 @@ def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     (item,) = services.review.items
     assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
     assert item[6]["matches"] == [] and item[7] == {"retrieval_config": "t"}
+    assert services.remembered == [("default", "p1", "en")]  # what later posts are compared with
