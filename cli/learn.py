@@ -54,6 +54,51 @@ def cmd_learn_calibrate(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def _batches(value: str) -> list[int]:
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise BadInput(f"--batches: comma-separated counts such as 100,300,1000, got {value!r}") from None
+
+
+def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
+    """The simulated desk (``plugin.lab.simulate``) on a dataset: its own tenant and indexes
+    beside the dataset's evaluation index, deleted afterwards unless ``--keep``."""
+    import uuid
+
+    from plugin.lab.datasets import ensure_dataset_index, load_dataset
+    from plugin.lab.simulate import Speeds, own_indexes, sim_settings, simulate
+    from plugin.learn.calibration_store import refit
+
+    dataset = load_dataset(args.dataset)
+    batches = _batches(args.batches)
+    alias, built = ensure_dataset_index(services.store, services.embedder, dataset, services.settings)
+    tag = uuid.uuid4().hex[:8]
+    sim = Services(sim_settings(services.settings, tag, alias), store=services.store,
+                   embedder=services.embedder)
+
+    def recalibrate(tenant: str) -> dict[str, Any]:
+        s = summary(refit(sim, tenant))
+        return {k: s[k] for k in ("ece_before", "ece_after", "ece_at_1_before", "ece_at_1_after", "tier")}
+
+    def tier(tenant: str) -> float | None:
+        return ((sim.recalibrations.get(tenant) or {}).get("tier") or {}).get("threshold")
+
+    speeds = Speeds(recalibrate=None if args.no_recalibrate else recalibrate, tier=tier)
+    try:
+        report = simulate(sim, dataset, decide_split=args.decide_split, eval_split=args.eval_split,
+                          batches=batches, speeds=speeds, tenant=f"sim-{tag}", config=args.config)
+    finally:
+        if not args.keep:
+            for name in own_indexes(sim.settings):
+                services.store.delete_index(f"{name}-v*")
+            sim.kv.delete_namespace()
+    report["index"] = {"alias": alias, "built": built}
+    report["kept"] = bool(args.keep)
+    dump(report)
+    return 0
+
+
 def register(sub: Any, add: Any) -> None:
     learn = sub.add_parser("learn", help="learn from the desk's decisions").add_subparsers(
         dest="learn_command", required=True, metavar="COMMAND")
@@ -65,3 +110,15 @@ def register(sub: Any, add: Any) -> None:
                                      "decisions since its last fit)")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp.add_argument("--dry-run", action="store_true", help="fit and report, but store nothing")
+
+    sp = add("simulate", cmd_learn_simulate,
+             "replay one split of a labelled dataset through the queue with an oracle reviewer, run "
+             "the slower speeds of learning after each batch, and score the other split (JSON)", learn)
+    sp.add_argument("--dataset", required=True, help="folder with factchecks.jsonl, queries.jsonl, qrels.jsonl")
+    sp.add_argument("--decide-split", required=True, help="the split the oracle decides (e.g. dev)")
+    sp.add_argument("--eval-split", required=True, help="the split scored after each batch (e.g. test)")
+    sp.add_argument("--batches", default="100,300,1000",
+                    help="cumulative decision counts to stop and score at (capped at the split's size)")
+    sp.add_argument("--config", help="retrieval configuration (default: the settings' one)")
+    sp.add_argument("--no-recalibrate", action="store_true", help="memory only: do not refit the confidence")
+    sp.add_argument("--keep", action="store_true", help="keep the simulation's review, decision and posts indexes")
