@@ -37,11 +37,10 @@ REJECTS = frozenset({Action.REJECT.value, Action.NONE.value})
 #: the confidence of a pair the desk confirmed on this very post: the desk's word, less the
 #: odd reviewer slip
 SAME_POST_CONFIDENCE = 0.99
-#: ``(lowest cosine similarity, confidence)``, highest first: the precision of memory measured
-#: at that similarity (``scripts/memory_stream.py``, docs/learning.md#memory), as the lower bound
-#: of its 95 % Wilson interval: from 0.93 every one of 83 re-posts and 9 distinct CLEF-2020 tweet
-#: pairs was right (0.96); between 0.90 and 0.93, 59 of 69 tweet pairs (0.75); below (a neighbour
-#: the same-claim test alone let in) no more is known, so the same
+#: ``(lowest cosine similarity, confidence)``, highest first: the lower bound of the 95 % Wilson
+#: interval of memory's precision measured at that similarity (``scripts/memory_stream.py``; the
+#: counts are in docs/learning.md#memory); below the threshold (a neighbour the same-claim test
+#: alone let in) the band under it applies
 SIMILARITY_PRECISION: tuple[tuple[float, float], ...] = ((0.93, 0.96), (0.0, 0.75))
 
 
