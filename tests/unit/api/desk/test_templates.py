@@ -93,3 +93,11 @@ def test_fresh_says_how_many_and_keeps_polling(render):
     assert "3 new posts since this page was drawn" in html and 'href="/desk/?lang=en"' in html
     assert 'hx-get="/desk/fresh?since=x"' in html and 'hx-trigger="every 30s"' in html
     assert "new post" not in render("_fresh.html", new=0, poll_url="/desk/fresh", state={})
+
+
+def test_an_item_without_candidates_offers_none_not_a_claim_and_a_manual_match(render):
+    html = render("_item.html", item=item(candidates=[], confidence=None))
+    assert "No candidates were found for this post." in html
+    assert 'value="reject"' not in html and 'value="none"' in html and 'value="not_a_claim"' in html
+    assert "Match by hand" in html
+    assert '&amp;top="' in html  # its bulk checkbox names no top candidate (bulk confirm skips it)
