@@ -29,6 +29,8 @@ def test_simulate_replays_a_split_through_the_queue_and_scores_the_other(setting
     report = json.loads(done.stdout)
     assert report["decide_split"] == "train" and report["eval_split"] == "dev"
     assert {"MAP@5", "S@1", "S@10", "ECE@1", "auto_tier"} <= set(report["before"])
+    # scored over the eval split's queries only: the slice's dev queries are mostly found
+    assert report["before"]["S@10"] > 0.5, report["before"]
     assert [b["decisions"] for b in report["batches"]] == [10, 25]
     last = report["batches"][-1]
     assert sum(last["actions"].values()) == 25
