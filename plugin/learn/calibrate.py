@@ -38,7 +38,8 @@ from plugin.search.calibration import CEIL, FLOOR, expected_calibration_error
 
 #: a refit needs at least this many decisions that teach (not auto, not not_a_claim, not undone)
 MIN_DECISIONS = 50
-#: ... and at least this many on each side: confirms (or manual matches), and rejects or "none"
+#: ... of both kinds (confirms or manual matches; rejects or "none"), and at least this many
+#: posts on each side at the top: where the top candidate was right, and where it was wrong
 MIN_PER_SIDE = 10
 #: a language gets its own map with at least this many labelled candidates in the fitted share,
 #: and this many positives and negatives among them
@@ -264,10 +265,16 @@ def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
         raise BadInput(f"{who} has {len(kept)} decisions to recalibrate from; at least "
                        f"{MIN_DECISIONS} are needed (auto, not-a-claim and undone decisions do not "
                        f"count)")
-    if min(confirms, rejects) < MIN_PER_SIDE:
+    if min(confirms, rejects) == 0:
         raise BadInput(f"{who}'s decisions are one-sided ({confirms} confirms, {rejects} rejects or "
-                       f"none-of-these); at least {MIN_PER_SIDE} of each are needed to recalibrate "
-                       f"instead of learning a degenerate model")
+                       f"none-of-these); both kinds are needed to recalibrate instead of learning a "
+                       f"degenerate model")
+    outcomes = [t[1] for d in kept if (t := top_outcome(d)) is not None]
+    right, wrong = sum(outcomes), len(outcomes) - sum(outcomes)
+    if min(right, wrong) < MIN_PER_SIDE:
+        raise BadInput(f"{who}'s decisions are one-sided at the top: the top candidate was right in "
+                       f"{right} posts and wrong in {wrong}; at least {MIN_PER_SIDE} of each are "
+                       f"needed to recalibrate instead of learning a degenerate model")
     fitted = [r for d in kept if not held_out(d["post_id"]) for r in labelled(d)]
     test_decisions = [d for d in kept if held_out(d["post_id"])]
     test = [r for d in test_decisions for r in labelled(d)]

@@ -118,8 +118,19 @@ def test_too_few_decisions_are_refused():
 
 @pytest.mark.parametrize("only", ["confirm", "none"])
 def test_one_sided_decisions_are_refused(only):
-    with pytest.raises(BadInput, match=f"one-sided.*at least {MIN_PER_SIDE} of each"):
+    with pytest.raises(BadInput, match="one-sided.*both kinds are needed"):
         fit_tenant(synthetic_decisions(200, only=only), "t")
+
+
+def test_a_log_whose_top_candidate_is_almost_always_right_is_refused():
+    log = synthetic_decisions(200, seed=4, only="confirm")
+    for d in log:  # every confirm on the top candidate, bar a few "none"
+        d["factcheck_id"] = d["candidates"][0]["factcheck_id"]
+    for d in log[: MIN_PER_SIDE - 1]:
+        d["action"], d["factcheck_id"] = "none", None
+    with pytest.raises(BadInput, match=f"right in {200 - MIN_PER_SIDE + 1} posts and wrong in "
+                                       f"{MIN_PER_SIDE - 1}; at least {MIN_PER_SIDE} of each"):
+        fit_tenant(log, "t")
 
 
 def test_decisions_without_confidence_are_refused():
