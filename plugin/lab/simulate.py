@@ -144,7 +144,9 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
     for bound in bounds:
         started = time.perf_counter()
         for q in deciding[done:bound]:
-            post_id = f"{tenant}-{q['id']}"
+            # by the dataset's query id alone, so the recalibration's held-out share (a hash of the
+            # post id) is the same in every run; the tenant's indexes are the simulation's own
+            post_id = f"{dataset.name}-{q['id']}"
             post = {"id": post_id, "text": q["text"], "lang": q.get("lang")}
             if q.get("date"):
                 post["date"] = q["date"]
