@@ -115,7 +115,15 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     def tier(tenant: str) -> float | None:
         return ((sim.recalibrations.get(tenant) or {}).get("tier") or {}).get("threshold")
 
-    speeds = Speeds(recalibrate=None if args.no_recalibrate else recalibrate, tier=tier)
+    def reranker(tenant: str) -> dict[str, Any]:
+        from plugin.learn.reranker_train import LearnOptions, learn_reranker
+
+        r = learn_reranker(sim, tenant, LearnOptions(epochs=args.reranker_epochs))
+        return {"promoted": r["promoted"], "champion": r["champion"]["MAP@5"],
+                "challenger": r["challenger"]["MAP@5"], "reason": r["reason"], "seconds": r["seconds"]}
+
+    speeds = Speeds(recalibrate=None if args.no_recalibrate else recalibrate, tier=tier,
+                    reranker=reranker if args.reranker else None)
     try:
         report = simulate(sim, dataset, decide_split=args.decide_split, eval_split=args.eval_split,
                           batches=batches, speeds=speeds, tenant=f"sim-{tag}", config=args.config)
@@ -169,4 +177,7 @@ def register(sub: Any, add: Any) -> None:
                     help="cumulative decision counts to stop and score at (capped at the split's size)")
     sp.add_argument("--config", help="retrieval configuration (default: the settings' one)")
     sp.add_argument("--no-recalibrate", action="store_true", help="memory only: do not refit the confidence")
+    sp.add_argument("--reranker", action="store_true",
+                    help="also run the reranker update after each batch (slow on a CPU)")
+    sp.add_argument("--reranker-epochs", type=int, default=1, help="its epochs (1)")
     sp.add_argument("--keep", action="store_true", help="keep the simulation's review, decision and posts indexes")
