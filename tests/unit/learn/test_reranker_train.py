@@ -18,3 +18,21 @@ def test_flipped_labels_swap_the_positive_with_the_first_negative() -> None:
     assert (plain.positive, plain.negatives) == ("P", ("N1", "N2"))
     assert (flipped.positive, flipped.negatives) == ("N1", ("P", "N2"))
     assert "https" not in plain.query  # the post as the matcher hands it to a reranker
+
+
+def test_serving_code_never_imports_the_trainer_the_lab_or_the_builder() -> None:
+    """The training step is a production step: only the CLI (and scripts, tests) import it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    banned = ("plugin.lab", "plugin.build", "plugin.learn.reranker_train")
+    serving = [p for d in ("plugin/learn", "plugin/search", "plugin/service", "plugin/review", "api", "workers")
+               for p in (root / d).rglob("*.py") if p.name != "reranker_train.py"]
+    offending = []
+    for path in serving:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offending += [f"{path.relative_to(root)}: {n}" for n in names if n.startswith(banned)]
+    assert offending == []
