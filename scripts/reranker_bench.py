@@ -37,13 +37,12 @@ DATASET = ROOT / "samples" / "clef2020"
 
 
 def env_of(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FACTSIEVE_") or k.endswith("_DIR")}
-    env.update({"FACTSIEVE_ENV_FILE": "", "PYTHONPATH": str(ROOT),
-                "FACTSIEVE_OPENSEARCH_URL": settings.opensearch_url, "FACTSIEVE_REDIS_URL": settings.redis_url,
-                "FACTSIEVE_REDIS_PREFIX": settings.redis_prefix, "FACTSIEVE_INDEX": settings.index,
-                "FACTSIEVE_DECISIONS_INDEX": settings.decisions_index,
-                "FACTSIEVE_REVIEW_INDEX": settings.review_index})
-    return env
+    """The recalibration benchmark's subprocess environment, with this namespace's fact-check
+    index and the folders the settings were given (the NLTK data)."""
+    from scripts.recalibration_bench import env_of as base_env
+
+    folders = {k: v for k, v in os.environ.items() if k.startswith("FACTSIEVE_") and k.endswith("_DIR")}
+    return {**base_env(settings), **folders, "FACTSIEVE_INDEX": settings.index}
 
 
 def main() -> None:
