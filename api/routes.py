@@ -51,7 +51,7 @@ def openapi() -> Response:
                    "cross-encoder runs only with `rerank` and a configuration that has one.")
 def match(body: s.MatchIn) -> Response:
     req = MatchRequest.from_mapping(body.model_dump(), budget_ms=services().settings.rerank_budget_ms)
-    result = services().matcher(body.config, rerank=req.rerank).match(req)
+    result = services().matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)
     adjusted = services().learning.adjust(g.api_key.tenant, body.model_dump(), result.to_dict())
     return reply(s.MatchOut.model_validate(adjusted))
 

@@ -54,6 +54,37 @@ def cmd_learn_calibrate(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def _reranker_line(r: dict[str, Any]) -> str:
+    said = "promoted" if r["promoted"] else "not promoted"
+    return (f"{r['tenant']}: challenger {r['version']} {said}: {r['reason']} (held-out + dev "
+            f"MAP@5 {r['champion']['MAP@5']} -> {r['challenger']['MAP@5']}; "
+            f"{r['groups']['train']} decided posts + {r['groups']['replay']} replayed; "
+            f"{r['seconds']['total']} s)")
+
+
+def cmd_learn_reranker(args: argparse.Namespace, services: Services) -> int:
+    """Fine-tune the tenant's challenger reranker from the packaged adapter and promote it past
+    the gate (``plugin.learn.reranker_train``); a refusal is a message and exit 2."""
+    from pathlib import Path
+
+    from plugin.learn.reranker_train import REFERENCE_DATASET, LearnOptions, learn_reranker
+
+    options = LearnOptions(epochs=args.epochs, flip_labels=args.flip_labels,
+                           reference=Path(args.reference or REFERENCE_DATASET),
+                           **({"config": args.config} if args.config else {}))
+    report = learn_reranker(services, check_tenant(args.tenant), options)
+    dump(report) if args.json else print(_reranker_line(report))
+    return 0
+
+
+def cmd_learn_rollback(args: argparse.Namespace, services: Services) -> int:
+    """The tenant's previous champion reranker serves again (the packaged one when that was it)."""
+    result = services.champions.rollback(check_tenant(args.tenant))
+    dump(result) if args.json else print(
+        f"{result['tenant']}: {result['rolled_back']} rolled back; {result['serving']} serves")
+    return 0
+
+
 def _batches(value: str) -> list[int]:
     try:
         return [int(v) for v in value.split(",") if v.strip()]
@@ -84,7 +115,15 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     def tier(tenant: str) -> float | None:
         return ((sim.recalibrations.get(tenant) or {}).get("tier") or {}).get("threshold")
 
-    speeds = Speeds(recalibrate=None if args.no_recalibrate else recalibrate, tier=tier)
+    def reranker(tenant: str) -> dict[str, Any]:
+        from plugin.learn.reranker_train import LearnOptions, learn_reranker
+
+        r = learn_reranker(sim, tenant, LearnOptions(epochs=args.reranker_epochs))
+        return {"promoted": r["promoted"], "champion": r["champion"]["MAP@5"],
+                "challenger": r["challenger"]["MAP@5"], "reason": r["reason"], "seconds": r["seconds"]}
+
+    speeds = Speeds(recalibrate=None if args.no_recalibrate else recalibrate, tier=tier,
+                    reranker=reranker if args.reranker else None)
     try:
         report = simulate(sim, dataset, decide_split=args.decide_split, eval_split=args.eval_split,
                           batches=batches, speeds=speeds, tenant=f"sim-{tag}", config=args.config)
@@ -111,6 +150,23 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp.add_argument("--dry-run", action="store_true", help="fit and report, but store nothing")
 
+    sp = add("reranker", cmd_learn_reranker,
+             "fine-tune the tenant's LoRA reranker from the packaged adapter on its decisions plus a "
+             "replay, and serve it only if it beats the champion on held-out MAP@5", learn)
+    sp.add_argument("--tenant", required=True, help="the newsroom whose decisions train it")
+    sp.add_argument("--epochs", type=int, default=1, help="passes over the training groups (1)")
+    sp.add_argument("--config", help="the reranking configuration (default: hybrid-rerank)")
+    sp.add_argument("--reference", help="the reference dataset: train queries replayed, dev "
+                                        "queries scored by the gate (default: samples/clef2020)")
+    sp.add_argument("--flip-labels", action="store_true",
+                    help="train on flipped labels: a worse model on purpose, to check the gate")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = add("rollback", cmd_learn_rollback,
+             "serve the tenant's previous champion reranker again", learn)
+    sp.add_argument("--tenant", required=True, help="the newsroom")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
     sp = add("simulate", cmd_learn_simulate,
              "replay one split of a labelled dataset through the queue with an oracle reviewer, run "
              "the slower speeds of learning after each batch, and score the other split (JSON)", learn)
@@ -121,4 +177,7 @@ def register(sub: Any, add: Any) -> None:
                     help="cumulative decision counts to stop and score at (capped at the split's size)")
     sp.add_argument("--config", help="retrieval configuration (default: the settings' one)")
     sp.add_argument("--no-recalibrate", action="store_true", help="memory only: do not refit the confidence")
+    sp.add_argument("--reranker", action="store_true",
+                    help="also run the reranker update after each batch (slow on a CPU)")
+    sp.add_argument("--reranker-epochs", type=int, default=1, help="its epochs (1)")
     sp.add_argument("--keep", action="store_true", help="keep the simulation's review, decision and posts indexes")

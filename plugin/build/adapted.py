@@ -116,17 +116,18 @@ def build_adapted(settings: Settings, adapter: QueryAdapter, dest: Path, *,
 
 
 def build_lora_reranker(settings: Settings, name: str, *, force: bool = False,
-                        folder: Path | None = None) -> Path:
+                        folder: Path | None = None, dest: Path | None = None) -> Path:
     """Merge the reranker adapter ``name`` (committed, or from ``folder``: a fold adapter of
-    ``train-reranker lora --fold``) into the base encoder and write its ONNX cross-encoder folder
-    into the model cache (idempotent). Returns the folder."""
+    ``train-reranker lora --fold``, a tenant's of ``learn reranker``) into the base encoder and
+    write its ONNX cross-encoder folder into the model cache, or ``dest`` (idempotent). Returns
+    the folder."""
     adapter = find_reranker_adapter(name, folder)
     check_base(adapter, settings, what="reranker",
                retrain="`factsieve train-reranker lora`, or name a Hugging Face cross-encoder")
     pooling = str(adapter.manifest.get("pooling", "mean"))
     carried = {k: adapter.manifest[k] for k in CARRIED if k in adapter.manifest}
     return build_adapted(
-        settings, adapter, reranker_dir(settings, name),
+        settings, adapter, dest or reranker_dir(settings, name),
         graph=lambda weights, shape: bert_classifier_onnx_model(weights, shape, pooling=pooling),
         manifest_file=RERANKER_MANIFEST, manifest={"adapter": name, **carried},
         version=RERANKER_BUILDER_VERSION, force=force,

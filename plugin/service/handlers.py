@@ -66,7 +66,8 @@ def rerank_config(services: Services, requested: str | None) -> str | None:
 
 def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
-    matcher = services.matcher(rerank_config(services, inp.get("config")), rerank=True)
+    matcher = services.matcher(rerank_config(services, inp.get("config")), rerank=True,
+                               tenant=job.get("tenant", DEFAULT_TENANT))
     result = matcher.match(MatchRequest.from_mapping({**inp, "rerank": True})).to_dict()
     if result["notes"]:
         result["note"] = " ".join(result["notes"])

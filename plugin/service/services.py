@@ -175,20 +175,54 @@ class Services:
         return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
 
     def matcher(self, config: str | None = None, *, rerank: bool | None = False,
-                explained: bool = False, server_fusion: bool | None = None) -> Matcher:
+                explained: bool = False, server_fusion: bool | None = None,
+                tenant: str | None = None) -> Matcher:
         """A matcher for a configuration, holding its reranker when the caller may rerank
         (``rerank`` not ``False``) and one loads; whether a match is reranked, and how far, is
         the matcher's ``RerankGate``'s decision. ``explained``: see ``Matcher.explained``; the
         verification lookup reads the kNN score from there. ``server_fusion``: try a hybrid
-        query first (``None``: as the settings say)."""
+        query first (``None``: as the settings say). ``tenant``: its champion reranker
+        (``learned_reranker``) instead of the configuration's, where it has one."""
         cfg = self.config(config)
-        reranker = None
+        reranker, learned = None, None
         if rerank is not False and cfg.rerank is not None:
             reranker = self._get(f"reranker:{cfg.name}", lambda: self._load_reranker(cfg) or False)
+            learned = self.learned_reranker(cfg, tenant) if reranker and tenant else None
+            if learned is not None:
+                reranker = self._get(f"reranker:{learned}", lambda: self._load_learned(learned))
         fusion = self.settings.server_fusion if server_fusion is None else server_fusion
-        return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}:{fusion}", lambda: Matcher(
-            self.store, self.embedder, self.settings, config=cfg, reranker=reranker or None,
-            generate=self.query_generator(cfg), explained=explained, server_fusion=fusion))
+        return self._get(f"matcher:{cfg.name}:{bool(reranker)}:{explained}:{fusion}:{learned}",
+                         lambda: Matcher(self.store, self.embedder, self.settings, config=cfg,
+                                         reranker=reranker or None, generate=self.query_generator(cfg),
+                                         explained=explained, server_fusion=fusion))
+
+    @property
+    def champions(self) -> Any:
+        """The tenants' champion rerankers (``plugin.learn.reranker_store``)."""
+        from plugin.learn.reranker_store import Champions
+
+        return self._get("champions", lambda: Champions(self.kv, self.settings))
+
+    def learned_reranker(self, cfg: RetrievalConfig, tenant: str) -> str | None:
+        """The folder of the tenant's champion reranker when ``cfg`` reranks with the packaged
+        adapter it was fine-tuned from (the same file: a retrained adapter's champion is not
+        served), else ``None``: the configuration's own reranker serves."""
+        from pathlib import Path
+
+        from plugin.embedding.query_tower import adapter_digest
+        from plugin.search.lora_reranker import packaged_rerankers, reranker_adapter_dir
+
+        record = self.champions.get(tenant)
+        name = Path(cfg.rerank.model).name if record and cfg.rerank else None
+        if name is None or name != record["start"]["name"] or name not in packaged_rerankers():
+            return None
+        digest = self._get(f"adapter-digest:{name}", lambda: adapter_digest(name, reranker_adapter_dir()))
+        return str(self.champions.folder(record)) if digest == record["start"]["sha256"] else None
+
+    def _load_learned(self, folder: str) -> Any:
+        from plugin.search.rerank import load_reranker
+
+        return load_reranker(folder, self.settings)
 
     def query_generator(self, cfg: RetrievalConfig) -> Any:
         """The LLM variant writer when ``cfg`` has LLM query variants and an LLM is configured."""

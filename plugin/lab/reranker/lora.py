@@ -99,7 +99,7 @@ class PairScorer:
     """The cross-encoder as JAX functions: the frozen bottom (cached), the adapted top, the head."""
 
     def __init__(self, jax: Any, shape: Any, weights: dict[str, np.ndarray],
-                 options: LoraRerankerOptions) -> None:
+                 options: LoraRerankerOptions, start: Any = None) -> None:
         from plugin.lab.query_tower import Tower, TowerOptions
 
         self.jax, self.jnp, self.options = jax, jax.numpy, options
@@ -111,6 +111,8 @@ class PairScorer:
                                 "pooler.dense.bias": self.jnp.zeros(h),
                                 "classifier.weight": self.jnp.zeros((1, h)),
                                 "classifier.bias": self.jnp.zeros(1)}}
+        if start is not None:
+            self.params = warm_params(self.jnp, start, self.params)
         self._logits = jax.jit(self.logits)
 
     def logits(self, params: dict[str, Any], x: Any, m: Any) -> Any:
@@ -142,6 +144,25 @@ class PairScorer:
             x, m = self.tower.pad([cached[i].astype(np.float32) for i in idx], self.tower.width)
             out[idx] = np.asarray(self._logits(params, x, m))
         return out
+
+
+def warm_params(jnp: Any, adapter: Any, fresh: dict[str, Any]) -> dict[str, Any]:
+    """``fresh``'s shapes filled from a trained reranker adapter (``QueryAdapter``: its LoRA
+    deltas and its head), to fine-tune it further (``factsieve learn reranker`` starts from the
+    packaged one). Refuses an adapter of another rank or other layers than the options give."""
+    lora = {}
+    for name, (a0, b0) in fresh["lora"].items():
+        if name not in adapter.deltas:
+            raise BadInput(f"adapter {adapter.name!r} has no delta for {name}: train with its layers")
+        a, b = adapter.deltas[name]
+        if a.shape != a0.shape or b.shape != b0.shape:
+            raise BadInput(f"adapter {adapter.name!r}: {name} has rank {a.shape[0]}, the options "
+                           f"{a0.shape[0]}")
+        lora[name] = (jnp.asarray(a, dtype=jnp.float32), jnp.asarray(b, dtype=jnp.float32))
+    missing = [k for k in HEAD if k not in adapter.arrays]
+    if missing:
+        raise BadInput(f"adapter {adapter.name!r} has no head ({', '.join(missing)})")
+    return {"lora": lora, "head": {k: jnp.asarray(adapter.arrays[k], dtype=jnp.float32) for k in HEAD}}
 
 
 def encode_pairs(tok: Any, groups: Sequence[TrainingGroup], negatives: int) -> list[list[list[int]]]:
