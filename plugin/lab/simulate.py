@@ -123,12 +123,15 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
     bounds = batch_bounds(batches, len(deciding))
     tenant = tenant or f"sim-{uuid.uuid4().hex[:8]}"
     oracle = Oracle(qrels)
-    matcher = services.matcher(config)
+    config_name = services.config(config).name
     # scored over the eval split alone (a query of another split would count as a miss)
     eval_qrels = {str(q["id"]): qrels[str(q["id"])] for q in evaluating}
 
     def evaluate() -> dict[str, Any]:
+        """The eval split as ``POST /v1/match`` answers the tenant: reranked where the
+        configuration reranks (by the tenant's champion once it has one), then learning."""
         started = time.perf_counter()
+        matcher = services.matcher(config, rerank=None, tenant=tenant)
         run = {}
         for q in evaluating:
             post = {"text": q["text"], "lang": q.get("lang"), "k": 10}
@@ -137,7 +140,7 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
         return {**score(run, eval_qrels, speeds.tier(tenant)), "eval_seconds": round(time.perf_counter() - started, 1)}
 
     report: dict[str, Any] = {"dataset": dataset.name, "tenant": tenant, "decide_split": decide_split,
-                              "eval_split": eval_split, "config": matcher.config.name,
+                              "eval_split": eval_split, "config": config_name,
                               "decide_queries": len(deciding), "eval_queries": len(evaluating),
                               "before": evaluate(), "batches": []}
     done, actions = 0, {"confirm": 0, "none": 0}
