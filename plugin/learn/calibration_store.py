@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -22,6 +20,7 @@ from typing import Any
 
 from plugin.errors import BadInput
 from plugin.learn.calibrate import Fit, Recalibration, fit_tenant
+from plugin.learn.tenant_records import TenantRecords
 from plugin.review.queries import export_query, tenant_filter
 from plugin.search.calibration import calibrator_path
 from plugin.service.kv import KV
@@ -70,29 +69,16 @@ def new_decisions_body(tenant: str, after: str | None) -> dict[str, Any]:
 
 # -- storage -----------------------------------------------------------------------------------------
 class Recalibrations:
-    """The tenants' stored recalibrations in Redis, read through a short per-process cache."""
+    """The tenants' stored recalibrations in Redis (``TenantRecords``, kind ``calibration``)."""
 
     def __init__(self, kv: KV, settings: Settings) -> None:
         self.kv = kv
-        self.cache_s = settings.learn_cache_s
-        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
-        self._lock = threading.Lock()
-
-    def _key(self, tenant: str, *rest: str) -> str:
-        return self.kv.key("learn", "calibration", tenant, *rest)
+        self.records = TenantRecords(kv, "calibration", settings.learn_cache_s, HISTORY_KEEP)
+        self._key = self.records.key
 
     def get(self, tenant: str) -> dict[str, Any] | None:
         """The tenant's current recalibration (``record_of``), or ``None``."""
-        now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(tenant)
-        if hit is not None and now - hit[0] < self.cache_s:
-            return hit[1]
-        raw = self.kv.call("read recalibration", self.kv.client.get, self._key(tenant, "current"))
-        record = json.loads(raw) if raw else None
-        with self._lock:
-            self._cache[tenant] = (now, record)
-        return record
+        return self.records.get(tenant)
 
     def model(self, tenant: str) -> tuple[Recalibration, dict[str, Any]] | None:
         """The tenant's map and its record, or ``None``."""
@@ -101,27 +87,12 @@ class Recalibrations:
 
     def save(self, tenant: str, record: Mapping[str, Any]) -> None:
         """``record`` becomes the tenant's current recalibration; the one it replaces goes to the
-        front of the history (at most ``HISTORY_KEEP``)."""
-        current, history = self._key(tenant, "current"), self._key(tenant, "history")
-
-        def swap() -> None:
-            old = self.kv.client.get(current)
-            pipe = self.kv.client.pipeline(transaction=True)
-            if old:
-                pipe.lpush(history, old)
-                pipe.ltrim(history, 0, HISTORY_KEEP - 1)
-            pipe.set(current, json.dumps(record, sort_keys=True))
-            pipe.delete(self._key(tenant, "attempt"))
-            pipe.execute()
-
-        self.kv.call("store recalibration", swap)
-        with self._lock:
-            self._cache[tenant] = (time.monotonic(), dict(record))
+        front of the history (at most ``HISTORY_KEEP``); a noted refusal is cleared."""
+        self.records.replace(tenant, record, also_delete=("attempt",))
 
     def history(self, tenant: str) -> list[dict[str, Any]]:
         """The tenant's earlier recalibrations, newest first."""
-        raws = self.kv.call("read history", self.kv.client.lrange, self._key(tenant, "history"), 0, -1)
-        return [json.loads(r) for r in raws]
+        return self.records.history(tenant)
 
     def note_refusal(self, tenant: str, decisions_until: str | None, reason: str) -> None:
         """A refused refit, so that the schedule waits for new decisions before trying again."""
