@@ -39,6 +39,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# tesserocr binds Debian's Tesseract (plugin.image.ocr), so it is built from source against the
+# library `scripts/services.sh tesseract` installs with apt (the prebuilt wheel bundles another
+# Tesseract, which read worse); pdqhash and Pillow come with `make install`.
+OCR_STAMP := $(VENV)/.ocr-installed
+$(OCR_STAMP): $(STAMP)
+	scripts/services.sh tesseract
+	$(PY) -m pip install -q --no-binary tesserocr 'tesserocr==2.13.0'
+	@touch $@
+
 # The production model path (sentence-transformers, CrossEncoder) needs torch, which is kept out
 # of `make install`: from PyPI alone it is the CUDA build (~2.7 GB download, ~4.7 GB installed,
 # measured); a CPU wheel exists where one lies on disk. Opt in here.
@@ -52,7 +61,7 @@ install-torch: $(TORCH_STAMP)
 test-torch: install-torch model
 	$(PY) -m pytest -q -p no:cacheprovider -m torch
 
-up: install
+up: install $(OCR_STAMP)
 	scripts/services.sh up
 
 down:

@@ -268,7 +268,30 @@ class Settings(BaseSettings):
     #: The verdict head's weights (``factsieve train-verdict``; the packaged artifact when unset).
     verdict_head_path: Path | None = None
 
-    @field_validator("webhook_allowed_hosts", mode="before")
+    # -- images (plugin.image) -------------------------------------------------------------------
+    #: Tesseract language packs the image stage reads with (Tesseract's names: ``eng``, ``spa``,
+    #: ``kor``, …); ``make up`` installs exactly these with apt (``tesseract-ocr-<name>``), and the
+    #: Latin script model for posts whose language is not known.
+    ocr_languages: Annotated[tuple[str, ...], NoDecode] = ("eng", "spa", "fra", "deu", "por", "ara",
+                                                           "hin", "kor")
+    #: Tesseract's data folder (``TESSDATA_PREFIX``); unset: the one Debian's packages fill.
+    ocr_tessdata_dir: Path | None = None
+    #: The largest image accepted, in bytes as sent (after base64 decoding), and in pixels once
+    #: decoded (larger: a 413 or 422 naming the limit; PIL's decompression-bomb guard uses it).
+    image_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    image_max_pixels: int = Field(default=40_000_000, ge=10_000)
+    #: Fetching an ``image_url`` (through the guarded outbound client): the whole fetch's deadline.
+    image_fetch_timeout_s: float = Field(default=10.0, gt=0)
+    #: A stored PDQ hash within this many bits of the post's is the same image (Meta's default
+    #: 31); hashes of quality below ``pdq_min_quality`` are neither stored nor queried (flat
+    #: images hash alike).
+    pdq_max_distance: int = Field(default=31, ge=0, le=128)
+    pdq_min_quality: int = Field(default=50, ge=0, le=100)
+    #: An image whose text covers at least this share of it is text-heavy: a hash match counts
+    #: only when the OCR texts agree too (text screenshots hash close together).
+    image_text_heavy_share: float = Field(default=0.25, ge=0.0, le=1.0)
+
+    @field_validator("webhook_allowed_hosts", "ocr_languages", mode="before")
     @classmethod
     def _split_hosts(cls, v: object) -> object:
         if isinstance(v, str):
