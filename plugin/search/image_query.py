@@ -20,6 +20,12 @@ def ocr_text(image: ImageAnalysis | None) -> str:
     return (image.ocr.text if image is not None and image.ocr is not None else "") or ""
 
 
+def post_text(text: str, image: ImageAnalysis | None) -> str:
+    """A post's text as a whole, where one text stands for it (the claim verified, the desk's
+    item, the memory of earlier posts): its own text, then the text read from its image."""
+    return "\n".join(t for t in (text.strip(), ocr_text(image).strip()) if t)
+
+
 def post_texts(text: str, image: ImageAnalysis | None,
                normalize: Callable[[str], str]) -> dict[str, str]:
     """The texts a post is matched by, normalised, by query-set prefix: ``""`` the post's own
