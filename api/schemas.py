@@ -328,11 +328,17 @@ class PostOut(JobOut):
 
 
 class PostIn(Request):
+    model_config = ConfigDict(json_schema_extra=_TEXT_OR_IMAGE)
+
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
                     json_schema_extra={"pattern": PRINTABLE_ID},
                     description="your id for the post; submissions are idempotent on it; "
                                 "no control characters")
-    text: Text
+    image: ImageB64 | None = None
+    image_url: ImageUrl | None = None
+    # after the image fields: its validator reads them
+    text: Text | None = Field(default=None, validate_default=True,
+                              description="the post (with an image: its caption)")
     lang: LangCode | None = None
     date: dt.date | None = None
     url: Annotated[str, Field(max_length=2048, pattern=r"^https?://",
@@ -340,8 +346,9 @@ class PostIn(Request):
     source: str | None = Field(default=None, max_length=200)
 
     _text = field_validator("text", mode="before")(_not_blank)
+    _image = _text_or_image("text")
     _id = field_validator("id", mode="before")(_not_blank)
-    _printable = field_validator("id", "url")(no_control_chars)
+    _printable = field_validator("id", "url", "image_url")(no_control_chars)
 
 
 class PostAccepted(JobAccepted):
@@ -350,7 +357,16 @@ class PostAccepted(JobAccepted):
 
 
 class VerifyIn(Request):
-    claim: Text
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [{"required": ["claim"]}, {"required": ["image"]}, {"required": ["image_url"]}],
+        "not": {"required": ["image", "image_url"]}})
+
+    image: ImageB64 | None = None
+    image_url: ImageUrl | None = None
+    # after the image fields: its validator reads them
+    claim: Text | None = Field(default=None, validate_default=True, description=(
+        "the claim; with an image, the text read from it follows it (an image alone: its text is "
+        "the claim)"))
     lang: LangCode | None = None
     date: dt.date | None = Field(default=None, description="the claim date: only evidence published "
                                  "before it is used, and it may not be in the future")
@@ -365,6 +381,7 @@ class VerifyIn(Request):
                                    description="time budget of the evidence loop (configuration's when omitted)")
 
     _claim = field_validator("claim", mode="before")(_not_blank)
+    _image = _text_or_image("claim")
 
 
 class RerankIn(Request):

@@ -9,6 +9,7 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput, ContentTooLarge
@@ -60,6 +61,21 @@ def decode_base64(value: str, max_bytes: int) -> bytes:
         raise BadInput("image is empty")
     if len(data) > max_bytes:
         raise ContentTooLarge(f"the image is larger than {max_bytes:,} bytes (FACTSIEVE_IMAGE_MAX_BYTES)")
+    return data
+
+
+def read_image_file(path: Path, max_bytes: int) -> bytes:
+    """A local image file's bytes (the CLI's ``--image``, ingest's ``image_path``):
+    ``ContentTooLarge`` over ``max_bytes`` (never reading more than one byte past it),
+    ``BadInput`` naming a file that cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise BadInput(f"cannot read the image {str(path)!r}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise ContentTooLarge(f"the image {str(path)!r} is larger than {max_bytes:,} bytes "
+                              f"(FACTSIEVE_IMAGE_MAX_BYTES)")
     return data
 
 
