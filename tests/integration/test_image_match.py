@@ -1,0 +1,170 @@
+"""Image posts matched end to end: real Tesseract, real PDQ, real OpenSearch (and a real worker
+for ``/v1/posts``). The pictures are drawn with Pillow and DejaVu (``tests.image_drawing``)."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import uuid
+
+import pytest
+
+from tests.image_drawing import card, encode, meme, photo
+from tests.integration.conftest import poll_job, problem_of
+
+pytestmark = pytest.mark.integration
+
+PHOTO_CLAIM = "A shark swam down a flooded highway in Houston after the hurricane."
+MEME_TEXT = "Bill Gates wants to microchip everyone with the vaccine"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@pytest.fixture(scope="module")
+def image_app(api_settings, store, embedder):
+    """An app over an alias of its own: the API fixture fact-checks plus two with images (a
+    photo and a meme), their ``image`` fields as ingest stores them."""
+    from api import create_app
+    from plugin.image.stage import analyse
+    from plugin.ingest import Format, ingest, read_records
+    from plugin.service.services import Services
+    from tests.conftest import _cleanup
+    from tests.integration.conftest import API_FACTCHECKS
+
+    alias = f"fs-test-img-{uuid.uuid4().hex[:10]}"
+    settings = api_settings.model_copy(update={"index": alias})
+    services = Services(settings, store=store, embedder=embedder)
+    services.ensure_factcheck_index()
+    extra = [{"id": "img-photo", "claim": PHOTO_CLAIM, "url": "https://checks.example.org/shark",
+              "rating": "False", "lang": "en"},
+             {"id": "img-meme", "claim": "Bill Gates plans to implant microchips through vaccines.",
+              "url": "https://checks.example.org/gates-chips", "rating": "False", "lang": "en"}]
+    path = API_FACTCHECKS.parent / "factchecks.jsonl"
+    records = list(read_records([path], Format.jsonl))
+    report = ingest(records, store=store, embedder=embedder, index=alias)
+    assert report.rejected == 0
+    from plugin.ingest import parse_bytes
+
+    report = ingest(parse_bytes("\n".join(json.dumps(r) for r in extra).encode(), Format.jsonl, "extra"),
+                    store=store, embedder=embedder, index=alias)
+    assert report.rejected == 0, report.rejects
+    images = {"img-photo": encode(photo(7)), "img-meme": encode(meme(MEME_TEXT, 3))}
+    actions = [{"_op_type": "update", "_index": alias, "_id": fc,
+                "doc": {"image": analyse(data, settings, query=False, lang="en").to_source()}}
+               for fc, data in images.items()]
+    assert all(ok for ok, _ in store.bulk(actions, refresh=True))
+    app = create_app(settings, services=services)
+    yield app
+    _cleanup(store, alias)
+
+
+@pytest.fixture
+def image_client(image_app):
+    return image_app.test_client()
+
+
+def signals_of(match):
+    return [s["signal"] for s in match["signals"]]
+
+
+def test_an_image_only_post_finds_its_fact_check_by_the_text_read_from_it(image_client, auth):
+    post = card("5G mobile networks spread the coronavirus. Share before they delete this!")
+    resp = image_client.post("/v1/match", json={"image": b64(encode(post))}, headers=auth)
+    assert resp.status_code == 200, resp.data
+    body = resp.get_json()
+    assert "5G" in body["image"]["ocr"]["text"]
+    top = body["matches"][0]
+    assert top["id"] == "api-2" and signals_of(top) == ["ocr"]
+    assert all(name.startswith("ocr:") for name in top["explain"])
+
+
+def test_a_reencoded_resized_copy_of_a_fact_checked_image_is_found_by_its_hash(image_client, auth):
+    im = photo(7)
+    small = im.resize((int(im.width * 0.6), int(im.height * 0.6)))
+    data = encode(small, "JPEG", quality=40)
+    # URL-safe base64 in a data: URL, alongside a caption about something else
+    value = "data:image/jpeg;base64," + base64.urlsafe_b64encode(data).decode().rstrip("=")
+    resp = image_client.post("/v1/match", json={"image": value, "text": "unbelievable, look at this"},
+                             headers=auth)
+    assert resp.status_code == 200, resp.data
+    top = resp.get_json()["matches"][0]
+    assert top["id"] == "img-photo" and top["rank"] == 1
+    same = top["signals"][0]
+    assert same["signal"] == "same-image" and same["distance"] <= 31
+
+
+def test_a_cropped_meme_still_finds_its_fact_check_through_its_text(image_client, auth):
+    im = meme(MEME_TEXT, 3)
+    w, h = im.size
+    cropped = im.crop((int(w * 0.05), int(h * 0.05), int(w * 0.95), int(h * 0.95)))  # 10 % off
+    files = {"image": (io.BytesIO(encode(cropped, "JPEG", quality=85)), "meme.jpg", "image/jpeg")}
+    resp = image_client.post("/v1/match", data={**files, "lang": "en", "k": "3"}, headers=auth,
+                             content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.data
+    body = resp.get_json()
+    ids = [m["id"] for m in body["matches"]]
+    assert len(ids) <= 3 and ids[0] == "img-meme", body
+    assert "ocr" in signals_of(body["matches"][0])
+
+
+@pytest.mark.parametrize("payload, status, words", [
+    ({"image": "@@not base64@@"}, 422, "base64"),
+    ({"image": b64(b"GIF89a\x01\x00garbage")}, 422, ""),
+    ({"image": b64(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)}, 422, ""),
+    ({"image": b64(b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>')}, 415, ""),
+    ({"image_url": "http://127.0.0.1:9/meme.png"}, 422, ""),
+    ({"image": b64(b"x"), "image_url": "https://example.org/a.png"}, 422, "not both"),
+    ({"k": 3}, 422, "image"),
+], ids=["not-base64", "broken-gif", "broken-png", "svg", "private-url", "both", "neither"])
+def test_bad_images_are_4xx_problems(image_client, auth, payload, status, words):
+    resp = image_client.post("/v1/match", json=payload, headers=auth)
+    body = problem_of(resp)
+    assert resp.status_code == status, body
+    assert words in json.dumps(body)
+
+
+def test_a_decompression_bomb_is_413(image_client, auth):
+    from PIL import Image
+
+    bomb = encode(Image.new("1", (20000, 20000)), "PNG")  # 400 M pixels in a few kB
+    resp = image_client.post("/v1/match", json={"image": b64(bomb)}, headers=auth)
+    assert resp.status_code == 413 and problem_of(resp)
+
+
+def test_an_image_over_the_byte_limit_is_413_before_it_is_decoded(image_client, auth, api_settings):
+    big = b"\xff\xd8" + b"\x00" * (api_settings.image_max_bytes + 10)
+    resp = image_client.post("/v1/match", json={"image": b64(big)}, headers=auth)
+    assert resp.status_code == 413 and problem_of(resp)
+
+
+def test_the_openapi_document_takes_an_image_as_json_or_multipart(image_client):
+    spec = image_client.get("/openapi.json").get_json()
+    body = spec["paths"]["/v1/match"]["post"]["requestBody"]["content"]
+    assert body["multipart/form-data"]["schema"]["properties"]["image"]["format"] == "binary"
+    props = spec["components"]["schemas"]["MatchIn"]["properties"]
+    assert {"image", "image_url", "text"} <= set(props)
+
+
+def test_an_image_post_through_a_worker_is_done_with_signals(client, auth, worker, receiver):
+    hook = client.post("/v1/webhooks", json={"url": receiver.url("/image-posts"), "events": ["post.matched"]},
+                       headers=auth)
+    assert hook.status_code == 201, hook.data
+    post_id = f"img-{uuid.uuid4().hex[:8]}"
+    image = encode(card("5G mobile networks spread the coronavirus. Wake up!"))
+    resp = client.post("/v1/posts", json={"id": post_id, "image": b64(image), "lang": "en"}, headers=auth)
+    assert resp.status_code == 202, resp.data
+    job = poll_job(client, auth, resp.get_json()["job_id"], timeout=120)
+    assert job["status"] == "succeeded", job
+    match = job["result"]["match"]
+    assert match["matches"][0]["id"] == "api-2" and signals_of(match["matches"][0]) == ["ocr"]
+    assert "5G" in match["image"]["ocr"]["text"]
+    from tests.integration.conftest import wait_for
+
+    got = wait_for(lambda: [json.loads(r["body"]) for r in receiver.received("/image-posts")
+                            if json.loads(r["body"])["data"]["post"]["id"] == post_id],
+                   timeout=30, what="the post.matched delivery")
+    data = got[0]["data"]
+    assert "5G" in data["post"]["text"] and data["match"]["matches"][0]["signals"] == [{"signal": "ocr"}]
+    client.delete(f"/v1/webhooks/{hook.get_json()['id']}", headers=auth)
