@@ -168,3 +168,26 @@ def test_an_image_post_through_a_worker_is_done_with_signals(client, auth, worke
     data = got[0]["data"]
     assert "5G" in data["post"]["text"] and data["match"]["matches"][0]["signals"] == [{"signal": "ocr"}]
     client.delete(f"/v1/webhooks/{hook.get_json()['id']}", headers=auth)
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+from tests.integration.test_cli import cli_alias, run  # noqa: E402,F401 (a fixture, and its runner)
+
+
+def test_factsieve_match_image(capsys, cli_alias, tmp_path):
+    from tests.integration.conftest import API_FACTCHECKS
+
+    assert run(capsys, "init")[0] == 0
+    assert run(capsys, "ingest", "-q", str(API_FACTCHECKS))[0] == 0
+    path = tmp_path / "post.png"
+    path.write_bytes(encode(card("Drinking hot water with lemon cures COVID-19, doctors say")))
+    code, out, _ = run(capsys, "match", "--image", str(path), "--lang", "en", "-k", "3", "--json")
+    assert code == 0, out
+    body = json.loads(out)
+    assert "lemon" in body["image"]["ocr"]["text"].lower()
+    assert body["matches"][0]["id"] == "api-1" and body["matches"][0]["signals"] == [{"signal": "ocr"}]
+    code, out, _ = run(capsys, "match", "a caption", "--image", str(path), "-k", "3")
+    assert code == 0 and "text read from the image: 'Drinking hot water" in out
+    assert "found by: ocr" in out
+    code, _, err = run(capsys, "match", "--image", str(tmp_path / "missing.png"))
+    assert code == 2 and "cannot read the image" in err
