@@ -87,4 +87,10 @@ def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[
     parser = FormDataParser(max_content_length=limit + 1, max_form_parts=1000)
     _, form, files = parser.parse(io.BytesIO(raw), "multipart/form-data", len(raw),
                                   dict(request.mimetype_params))
-    return form, {name: part.read() for name, part in files.items()}
+    parts = {}
+    for name, part in files.items():
+        try:
+            parts[name] = part.read()
+        finally:
+            part.close()
+    return form, parts

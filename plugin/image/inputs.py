@@ -8,11 +8,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plugin.errors import BadInput, ContentTooLarge
+from plugin.errors import BadInput, ContentTooLarge, InvalidRequest, UnsupportedContentType
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
@@ -84,11 +85,13 @@ def image_bytes(data: Mapping[str, Any], settings: Settings) -> bytes | None:
     none."""
     check_one(data)
     if data.get("image"):
-        return decode_base64(data["image"], settings.image_max_bytes)
+        with about("image"):
+            return decode_base64(data["image"], settings.image_max_bytes)
     if data.get("image_url"):
         from plugin.image.fetch import fetch_image
 
-        return fetch_image(str(data["image_url"]), settings)
+        with about("image_url"):
+            return fetch_image(str(data["image_url"]), settings)
     return None
 
 
@@ -101,4 +104,18 @@ def analyse_input(data: Mapping[str, Any], settings: Settings, *,
         return None
     from plugin.image.stage import analyse
 
-    return analyse(raw, settings, lang=data.get("lang") or None, reader=reader)
+    with about("image_url" if data.get("image_url") else "image"):
+        return analyse(raw, settings, lang=data.get("lang") or None, reader=reader)
+
+
+@contextmanager
+def about(field: str) -> Iterator[None]:
+    """An image the client gave that cannot be read is its request's fault, field by field: a
+    422 naming ``field`` (too large stays 413, an unsupported type 415)."""
+    try:
+        yield
+    except (ContentTooLarge, UnsupportedContentType, InvalidRequest):
+        raise
+    except BadInput as exc:
+        raise InvalidRequest(exc.detail, errors=[{"field": field, "message": exc.detail,
+                                                  "type": "image_invalid"}]) from None

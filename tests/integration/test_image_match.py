@@ -41,19 +41,21 @@ def image_app(api_settings, store, embedder):
               "rating": "False", "lang": "en"},
              {"id": "img-meme", "claim": "Bill Gates plans to implant microchips through vaccines.",
               "url": "https://checks.example.org/gates-chips", "rating": "False", "lang": "en"}]
-    path = API_FACTCHECKS.parent / "factchecks.jsonl"
-    records = list(read_records([path], Format.jsonl))
-    report = ingest(records, store=store, embedder=embedder, index=alias)
+    report = ingest(read_records([API_FACTCHECKS], Format.jsonl), store=store, embedder=embedder, index=alias)
     assert report.rejected == 0
+    # the two with images written whole, their image fields as ingest stores them (an update
+    # would re-index from _source, which does not keep the embedding)
     from plugin.ingest import parse_bytes
+    from plugin.ingest.pipeline import embed_factchecks, to_document, to_factcheck
 
-    report = ingest(parse_bytes("\n".join(json.dumps(r) for r in extra).encode(), Format.jsonl, "extra"),
-                    store=store, embedder=embedder, index=alias)
-    assert report.rejected == 0, report.rejects
+    fcs = [to_factcheck(r) for r in parse_bytes("\n".join(json.dumps(r) for r in extra).encode(),
+                                                Format.jsonl, "extra")]
     images = {"img-photo": encode(photo(7)), "img-meme": encode(meme(MEME_TEXT, 3))}
-    actions = [{"_op_type": "update", "_index": alias, "_id": fc,
-                "doc": {"image": analyse(data, settings, query=False, lang="en").to_source()}}
-               for fc, data in images.items()]
+    actions = []
+    for fc, vector in zip(fcs, embed_factchecks(embedder, fcs)):
+        doc = to_document(fc, vector, "2020-01-01T00:00:00Z")
+        doc["image"] = analyse(images[fc.id], settings, query=False, lang="en").to_source()
+        actions.append({"_op_type": "index", "_index": alias, "_id": fc.id, "_source": doc})
     assert all(ok for ok, _ in store.bulk(actions, refresh=True))
     app = create_app(settings, services=services)
     yield app

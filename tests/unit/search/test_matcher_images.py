@@ -13,9 +13,10 @@ class ImageStore(FakeStore):
 
     def __init__(self, *args, images, **kw):
         super().__init__(*args, **kw)
-        self.images, self.image_bodies = images, []
+        self.images, self.image_bodies, self.rounds = images, [], []
 
     def msearch(self, index, bodies):
+        self.rounds.append(bodies)
         text = [b for b in bodies if "script_score" not in b["query"]]
         image = [b for b in bodies if "script_score" in b["query"]]
         out = super().msearch(index, text)
@@ -44,7 +45,7 @@ def test_a_caption_and_an_image_run_as_two_query_sets_with_the_image_hits_first(
     store = store_of(ids, {"7": (6, False, None), "x": (20, False, None)})
     result = fake_matcher(store).match(MatchRequest(text="look at this", lang="en", k=4,
                                                     image=analysis("sharks on the highway")))
-    assert len(store.msearches) == 1 and len(store.msearches[0]) == 5  # 2 + 2 + the image search
+    assert len(store.rounds) == 1 and len(store.rounds[0]) == 5  # 2 + 2 + the image search
     assert [m["id"] for m in result.matches[:2]] == ["7", "x"]
     assert result.matches[0]["signals"] == [{"signal": "same-image", "distance": 6}, {"signal": "ocr"},
                                             {"signal": "text"}]
@@ -60,7 +61,7 @@ def test_an_image_only_post_runs_the_ocr_set_and_is_calibrated_from_it():
     ids = [str(i) for i in range(12)]
     store = store_of(ids, {})
     result = fake_matcher(store).match(MatchRequest(text="", lang="en", k=3, image=analysis("five g towers")))
-    assert len(store.msearches[0]) == 3  # ocr:bm25, ocr:dense, the image search
+    assert len(store.rounds[0]) == 3  # ocr:bm25, ocr:dense, the image search
     assert all(m["signals"] == [{"signal": "ocr"}] for m in result.matches)
     assert result.features is not None and result.features[:, 1].max() > 0  # kNN similarity read
 
