@@ -200,15 +200,28 @@ def _read(api: Any, page: Any, name: str) -> _Pass:
     api.SetImage(page)
     api.Recognize()
     words = []
-    for word in iterate_level(api.GetIterator(), RIL.WORD):
-        text = (word.GetUTF8Text(RIL.WORD) or "").strip()
+    iterator = api.GetIterator()
+    for word in iterate_level(iterator, RIL.WORD) if iterator is not None else ():
+        try:
+            text = (word.GetUTF8Text(RIL.WORD) or "").strip()
+        except RuntimeError:  # tesserocr's "No text returned"
+            continue
         box = word.BoundingBox(RIL.WORD)
         if text and box:
             words.append((text, float(word.Confidence(RIL.WORD)), tuple(box)))
     chars = sum(len(t) for t, _, _ in words)
     confidence = sum(len(t) * c for t, c, _ in words) / chars if chars else 0.0
-    text = "\n".join(line.strip() for line in (api.GetUTF8Text() or "").splitlines() if line.strip())
+    lines = _text(api.GetUTF8Text).splitlines() if words else []
+    text = "\n".join(line.strip() for line in lines if line.strip())
     return _Pass(name=name, text=text, confidence=confidence, words=tuple(words))
+
+
+def _text(get: Any) -> str:
+    """What a tesserocr getter returns; it raises ``RuntimeError`` where there is no text."""
+    try:
+        return get() or ""
+    except RuntimeError:
+        return ""
 
 
 def pass_image(img: Any, name: str) -> Any | None:
