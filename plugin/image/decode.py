@@ -113,7 +113,7 @@ def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
     Raises ``BadInput`` (empty, broken, truncated), ``UnsupportedContentType`` (not one of
     the five raster formats) or ``ContentTooLarge`` (over ``max_bytes``, or over
     ``max_pixels`` by its header)."""
-    from PIL import Image, ImageOps
+    from PIL import Image
 
     if not data:
         raise BadInput("image is empty")
@@ -139,8 +139,7 @@ def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
         if fmt == "JPEG":
             im.draft("RGB", (MAX_SIDE, MAX_SIDE))
         im.load()
-        swapped = im.getexif().get(_ORIENTATION) in (5, 6, 7, 8)
-        oriented = ImageOps.exif_transpose(im)
+        oriented, swapped = _oriented(im)
         rgb = _rgb(oriented)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ContentTooLarge(f"image is too large to decode ({exc}); the limit is "
@@ -155,6 +154,18 @@ def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
         rgb.thumbnail((MAX_SIDE, MAX_SIDE), Image.Resampling.LANCZOS)
     return Decoded(image=rgb, sha256=hashlib.sha256(data).hexdigest(), format=fmt,
                    width=width, height=height)
+
+
+def _oriented(im: Any) -> tuple[Any, bool]:
+    """``im`` turned as its EXIF orientation says, and whether that swapped its sides. Broken
+    EXIF leaves the image as it is (the pixels are fine; only the metadata is not)."""
+    from PIL import ImageOps
+
+    try:
+        swapped = im.getexif().get(_ORIENTATION) in (5, 6, 7, 8)
+        return ImageOps.exif_transpose(im), swapped
+    except Exception:  # PIL raises what its EXIF parser meets: struct.error, ValueError, …
+        return im, False
 
 
 def _rgb(im: Any) -> Any:

@@ -113,6 +113,11 @@ class Reader:
                            f" or add {pack} to FACTSIEVE_OCR_LANGUAGES")
         return pack
 
+    def can_read(self, lang: str) -> bool:
+        """Whether ISO 639-1 ``lang`` has an installed, listed pack (else :meth:`read` with it
+        raises ``BadInput``; ``None`` routes by script instead)."""
+        return TESSERACT_CODES.get(lang.lower().split("-")[0]) in self.models
+
     @property
     def route_model(self) -> str | None:
         """The combined model string the language routing reads with (``None``: one script

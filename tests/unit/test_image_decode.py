@@ -131,3 +131,12 @@ def test_a_gif_reads_its_first_frame():
     frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:])
     pixels = np.asarray(decode(buf.getvalue(), **LIMITS).image)
     assert pixels[0, 0].tolist() == [255, 0, 0]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning:PIL.TiffImagePlugin")  # PIL warns, as it should
+def test_broken_exif_leaves_the_pixels_readable():
+    data = encode(photo(6, (120, 90)), "JPEG")
+    junk = b"Exif\x00\x00MM\x00\x2a\x00\x00\x00\x08\x00\x09\x01\x12\x00\x03" + b"\xff" * 20
+    app1 = b"\xff\xe1" + struct.pack(">H", len(junk) + 2) + junk
+    got = decode(data[:2] + app1 + data[2:], **LIMITS)
+    assert got.image.size == (120, 90) and got.image.info == {}

@@ -69,6 +69,8 @@ def test_a_language_without_a_pack_is_refused_by_name(settings):
     with pytest.raises(BadInput, match="no Tesseract pack is known for the language 'xx'"):
         only_english.read(card(EN), "xx")
     assert only_english.languages == ("eng",)
+    assert only_english.can_read("en") and only_english.can_read("EN-us")
+    assert not only_english.can_read("ko") and not only_english.can_read("xx")
 
 
 def test_readers_share_nothing_between_threads(ocr):
