@@ -16,7 +16,9 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
     """Decode ``data`` (checked against ``image_max_bytes`` / ``image_max_pixels``), hash it,
     and read its text.
 
-    ``lang`` (ISO 639-1) is the text's language when known; ``None`` routes by script.
+    ``lang`` (ISO 639-1) is the text's language when known; ``None``, or a language without a
+    Tesseract pack here (``Reader.can_read``), routes by script: a post in a language the
+    deployment reads no pack for is still read, never refused.
     ``query``: also compute the hashes a query compares (8 orientations, bars stripped); a
     stored fact-check's image needs its own hash only. ``ocr=False`` skips reading (no text, not
     text-heavy). ``reader`` defaults to the process's one for ``settings``. A hash below
@@ -46,7 +48,7 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
             from plugin.image.ocr import reader as process_reader
 
             reader = process_reader(settings)
-        read = reader.read(decoded.image, lang)
+        read = reader.read(decoded.image, lang if lang and reader.can_read(lang) else None)
         timings["ocr_ms"] = (time.perf_counter() - started) * 1000
 
     return ImageAnalysis(

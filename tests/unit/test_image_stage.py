@@ -82,3 +82,9 @@ def test_the_limits_come_from_the_settings(settings):
         analyse(encode(photo(25, (200, 100))), small, ocr=False)
     with pytest.raises(UnsupportedContentType, match="got SVG"):
         analyse(b"<svg/>", settings)
+
+
+def test_a_language_without_a_pack_is_routed_by_script_not_refused(settings, ocr):
+    png = encode(card("Vaccines do not change your DNA"), "PNG")
+    got = analyse(png, settings, lang="nl", reader=ocr, query=False)
+    assert "DNA" in got.ocr.text and got.ocr.model in ("Latin", "eng")
