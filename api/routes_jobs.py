@@ -6,7 +6,7 @@ import hashlib
 
 from flask import Response, g
 
-from plugin.errors import BadInput
+from plugin.errors import InvalidRequest
 from plugin.models import MAX_TEXT_CHARS
 from plugin.settings import Settings
 
@@ -81,7 +81,9 @@ def claim_of(body: s.VerifyIn, settings: Settings) -> str:
     image = analyse_input(body.model_dump(), settings)
     claim = post_text(body.claim or "", image)
     if not claim:
-        raise BadInput("no text was read from the image: give the claim as text")
+        detail = "no text was read from the image: give the claim as text"
+        raise InvalidRequest(detail, errors=[{"field": "image_url" if body.image_url else "image",
+                                              "message": detail, "type": "image_without_text"}])
     return claim[:MAX_TEXT_CHARS]
 
 

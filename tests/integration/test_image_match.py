@@ -172,6 +172,20 @@ def test_an_image_post_through_a_worker_is_done_with_signals(client, auth, worke
     client.delete(f"/v1/webhooks/{hook.get_json()['id']}", headers=auth)
 
 
+def test_an_images_text_is_the_claim_verified(client, auth, worker):
+    image = encode(card("The Great Wall of China can be seen from the moon"))
+    resp = client.post("/v1/verify", json={"image": b64(image), "config": "lookup", "lang": "en"}, headers=auth)
+    assert resp.status_code == 202, resp.data
+    job = poll_job(client, auth, resp.get_json()["job_id"], timeout=120)
+    assert job["status"] == "succeeded", job
+    assert "Great Wall" in job["result"]["claim"]
+    assert job["result"]["stage"] == "previously-fact-checked"
+    assert job["result"]["citations"][0]["url"] == "https://checks.example.org/great-wall-moon"
+    blank = encode(card(""))
+    resp = client.post("/v1/verify", json={"image": b64(blank), "config": "lookup"}, headers=auth)
+    assert resp.status_code == 422 and "no text was read" in problem_of(resp)["detail"]
+
+
 # -- the CLI --------------------------------------------------------------------------------------
 from tests.integration.test_cli import cli_alias, run  # noqa: E402,F401 (a fixture, and its runner)
 
