@@ -482,6 +482,8 @@ class Signals(Response):
     knn_similarity: float | None = None
     reranked: bool = False
     rerank_score: float | None = None
+    found_by: list[MatchSignal] = Field(default_factory=list, description=(
+        "what found the candidate: the match's `signals` (`same-image`, `ocr`, `text`)"))
 
 
 class Scored(Response):
