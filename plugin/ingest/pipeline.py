@@ -9,7 +9,9 @@ duplicating them.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -136,25 +138,52 @@ def validate(records: Iterable[RawRecord], report: IngestReport) -> Iterator[tup
         yield raw.ref, fc
 
 
+#: Images read at once by one ingest (fetching an image_url mostly waits on its server); records
+#: still come out in their input order.
+IMAGE_THREADS = 4
+
+
+def _read_image(images: ImageStep, fc: FactCheck) -> tuple[dict[str, Any] | None, str | None]:
+    """``(stored image, None)``, or ``(None, the reason the record is rejected)``."""
+    try:
+        return images(fc).to_source(), None
+    except BadInput as exc:  # ContentTooLarge and UnsupportedContentType too
+        return None, f"image: {exc.detail}"
+
+
 def read_images(items: Iterable[tuple[str, FactCheck]], images: ImageStep | None,
-                report: IngestReport) -> Iterator[tuple[str, FactCheck, dict[str, Any] | None]]:
-    """``(ref, fc, image)`` with ``image`` the stored form of what ``images`` read from the
-    record's image (``None`` without one); a record whose image cannot be read is reported,
-    naming the image's problem, and left out."""
-    for ref, fc in items:
-        if not fc.has_image:
-            yield ref, fc, None
-            continue
-        if images is None:
-            report.reject(ref, "image: this ingest reads no images (pass plugin.ingest.images."
-                               "image_step as images)")
-            continue
-        try:
-            analysis = images(fc)
-        except BadInput as exc:  # ContentTooLarge and UnsupportedContentType too
-            report.reject(ref, f"image: {exc.detail}")
-            continue
-        yield ref, fc, analysis.to_source()
+                report: IngestReport, *, threads: int = IMAGE_THREADS
+                ) -> Iterator[tuple[str, FactCheck, dict[str, Any] | None]]:
+    """``(ref, fc, image)`` in input order, ``image`` the stored form of what ``images`` read
+    from the record's image (``None`` without one), up to ``threads`` images read at once; a
+    record whose image cannot be read is reported, naming the image's problem, and left out."""
+    pending: deque[tuple[str, FactCheck, Future[Any] | None]] = deque()
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="factsieve-image") if images else None
+
+    def finish(ref: str, fc: FactCheck, future: Future[Any] | None) -> Iterator[Any]:
+        image, reason = future.result() if future is not None else (None, None)
+        if reason is not None:
+            report.reject(ref, reason)
+        else:
+            yield ref, fc, image
+
+    try:
+        for ref, fc in items:
+            if not fc.has_image:
+                pending.append((ref, fc, None))
+            elif images is None or pool is None:
+                report.reject(ref, "image: this ingest reads no images (pass plugin.ingest.images."
+                                   "image_step as images)")
+            else:
+                pending.append((ref, fc, pool.submit(_read_image, images, fc)))
+            while pending and (len(pending) > threads or pending[0][2] is None
+                               or pending[0][2].done()):
+                yield from finish(*pending.popleft())
+        while pending:
+            yield from finish(*pending.popleft())
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -167,3 +167,30 @@ def test_read_images_reports_what_it_cannot_read():
 def test_image_step_without_an_image_is_a_programming_error(settings):
     with pytest.raises(BadInput, match="no image"):
         image_step(settings)(fc())
+
+
+def test_images_are_read_concurrently_and_come_out_in_input_order():
+    import threading
+    import time
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def step(record):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05 if record.image_url.endswith(("0", "3")) else 0.01)
+        with lock:
+            running[0] -= 1
+        if record.image_url.endswith("5"):
+            raise BadInput("image_url is broken")
+        return Analysis({"n": record.image_url[-1]})
+
+    items = [(f"f:{i}", fc(image_url=f"https://i.example/{i}") if i % 3 else fc()) for i in range(10)]
+    report = IngestReport()
+    out = [(ref, image and image["n"]) for ref, _, image in read_images(items, step, report, threads=3)]
+    assert out == [("f:0", None), ("f:1", "1"), ("f:2", "2"), ("f:3", None), ("f:4", "4"),
+                   ("f:6", None), ("f:7", "7"), ("f:8", "8"), ("f:9", None)]
+    assert report.rejects == [{"record": "f:5", "reason": "image: image_url is broken"}]
+    assert 1 < most[0] <= 3
