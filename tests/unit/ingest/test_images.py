@@ -194,3 +194,11 @@ def test_images_are_read_concurrently_and_come_out_in_input_order():
                    ("f:6", None), ("f:7", "7"), ("f:8", "8"), ("f:9", None)]
     assert report.rejects == [{"record": "f:5", "reason": "image: image_url is broken"}]
     assert 1 < most[0] <= 3
+
+
+def test_a_csv_cell_holds_an_image_in_base64():
+    b64 = base64.b64encode(PIXELS * 200).decode()  # over the csv module's default 128 KiB cell
+    assert len(b64) > 131072
+    body = f"claim,image_base64\nMoon cheese,{b64}\n".encode()
+    [raw] = list(parse_bytes(body, Format.csv))
+    assert raw.error is None and decode_base64(raw.data["image_base64"], 1 << 20) == PIXELS * 200
