@@ -38,6 +38,7 @@ EXACT_SCORE = FULL_SCORE + 1
 SOURCE = ["id", "image.text_heavy", "image.ocr_text"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
 #: Painless: the exact-file test first, then the minimum Hamming distance to any query hash
 #: (``params.words``: four signed longs per hash, in the stored words' order).
@@ -83,9 +84,9 @@ class ImageHit:
 
 def neighbour_terms(chunk: str) -> list[str]:
     """A 16-bit chunk (four hex digits) and its 16 one-bit neighbours, the chunk first."""
-    value = int(chunk, 16)
-    if len(chunk) != 4 or not 0 <= value <= 0xFFFF:
+    if not _HEX4.fullmatch(chunk):
         raise ValueError(f"a PDQ chunk is four hex digits, got {chunk!r}")
+    value = int(chunk, 16)
     return [f"{value:04x}"] + [f"{value ^ (1 << bit):04x}" for bit in range(16)]
 
 

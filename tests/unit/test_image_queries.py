@@ -22,7 +22,7 @@ def test_neighbour_terms_are_the_chunk_and_its_one_bit_neighbours(chunk, expecte
     assert len(set(expected)) == 17
 
 
-@pytest.mark.parametrize("bad", ["", "123", "12345", "zzzz"])
+@pytest.mark.parametrize("bad", ["", "123", "12345", "zzzz", " 123", "+123"])
 def test_neighbour_terms_refuse_what_is_not_a_chunk(bad):
     with pytest.raises(ValueError):
         neighbour_terms(bad)
