@@ -25,10 +25,9 @@ def b64(data: bytes) -> str:
 @pytest.fixture(scope="module")
 def image_app(api_settings, store, embedder):
     """An app over an alias of its own: the API fixture fact-checks plus two with images (a
-    photo and a meme), their ``image`` fields as ingest stores them."""
+    photo and a meme), ingested through the normal ingest path (``image_base64``)."""
     from api import create_app
-    from plugin.image.stage import analyse
-    from plugin.ingest import Format, ingest, read_records
+    from plugin.ingest import Format, parse_bytes, read_records
     from plugin.service.services import Services
     from tests.conftest import _cleanup
     from tests.integration.conftest import API_FACTCHECKS
@@ -41,22 +40,15 @@ def image_app(api_settings, store, embedder):
               "rating": "False", "lang": "en"},
              {"id": "img-meme", "claim": "Bill Gates plans to implant microchips through vaccines.",
               "url": "https://checks.example.org/gates-chips", "rating": "False", "lang": "en"}]
-    report = ingest(read_records([API_FACTCHECKS], Format.jsonl), store=store, embedder=embedder, index=alias)
-    assert report.rejected == 0
-    # the two with images written whole, their image fields as ingest stores them (an update
-    # would re-index from _source, which does not keep the embedding)
-    from plugin.ingest import parse_bytes
-    from plugin.ingest.pipeline import embed_factchecks, to_document, to_factcheck
-
-    fcs = [to_factcheck(r) for r in parse_bytes("\n".join(json.dumps(r) for r in extra).encode(),
-                                                Format.jsonl, "extra")]
     images = {"img-photo": encode(photo(7)), "img-meme": encode(meme(MEME_TEXT, 3))}
-    actions = []
-    for fc, vector in zip(fcs, embed_factchecks(embedder, fcs)):
-        doc = to_document(fc, vector, "2020-01-01T00:00:00Z")
-        doc["image"] = analyse(images[fc.id], settings, query=False, lang="en").to_source()
-        actions.append({"_op_type": "index", "_index": alias, "_id": fc.id, "_source": doc})
-    assert all(ok for ok, _ in store.bulk(actions, refresh=True))
+    for record in extra:
+        record["image_base64"] = b64(images[record["id"]])
+    records = list(read_records([API_FACTCHECKS], Format.jsonl))
+    records += list(parse_bytes("\n".join(json.dumps(r) for r in extra).encode(), Format.jsonl, "extra"))
+    report = services.ingest_factchecks(records)  # the images read as ingest reads them
+    assert report.rejected == 0, report.rejects
+    stored = store.search(alias, {"query": {"ids": {"values": ["img-photo"]}}})["hits"]["hits"][0]
+    assert stored["_source"]["image"]["pdq"]
     app = create_app(settings, services=services)
     yield app
     _cleanup(store, alias)
