@@ -164,6 +164,15 @@ def test_an_image_post_through_a_worker_is_done_with_signals(client, auth, worke
     data = got[0]["data"]
     assert "5G" in data["post"]["text"] and data["match"]["matches"][0]["signals"] == [{"signal": "ocr"}]
     client.delete(f"/v1/webhooks/{hook.get_json()['id']}", headers=auth)
+    # the same post again (the same image, as a multipart file part) is the same job; another
+    # image under its id is a 409
+    again = client.post("/v1/posts", data={"id": post_id, "lang": "en",
+                                           "image": (io.BytesIO(image), "post.png", "image/png")},
+                        headers=auth, content_type="multipart/form-data")
+    assert again.status_code == 202 and again.get_json()["duplicate"] is True, again.data
+    other = client.post("/v1/posts", json={"id": post_id, "image": b64(encode(card("other"))), "lang": "en"},
+                        headers=auth)
+    assert other.status_code == 409 and problem_of(other)
 
 
 def test_an_images_text_is_the_claim_verified(client, auth, worker):
