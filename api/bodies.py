@@ -11,6 +11,7 @@ decides. Every route that reads a body comes through ``read_body``; nothing else
 """
 from __future__ import annotations
 
+import io
 from typing import IO
 from urllib.parse import parse_qsl
 
@@ -19,7 +20,7 @@ from werkzeug.datastructures import MultiDict
 
 from plugin.errors import ContentTooLarge, UnsupportedContentType
 
-__all__ = ["has_body", "read_body", "read_form", "read_limited", "too_large"]
+__all__ = ["has_body", "read_body", "read_form", "read_limited", "read_multipart", "too_large"]
 
 _CHUNK = 64 * 1024
 
@@ -72,3 +73,24 @@ def read_form(limit: int, setting: str) -> MultiDict[str, str]:
     raw = read_body(limit, setting) if has_body() else b""
     return MultiDict(parse_qsl(raw.decode("utf-8", errors="replace"), keep_blank_values=True,
                                max_num_fields=10_000))
+
+
+def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, bytes]]:
+    """A ``multipart/form-data`` body's text fields and its file parts' bytes by field name,
+    read whole through ``read_body`` and parsed from memory (a request's own ``form`` and
+    ``files`` are never touched). Undecodable field bytes become U+FFFD."""
+    from werkzeug.formparser import FormDataParser
+
+    raw = read_body(limit, setting)
+    if "boundary" not in request.mimetype_params:
+        raise UnsupportedContentType("a multipart/form-data body needs its boundary parameter")
+    parser = FormDataParser(max_content_length=limit + 1, max_form_parts=1000)
+    _, form, files = parser.parse(io.BytesIO(raw), "multipart/form-data", len(raw),
+                                  dict(request.mimetype_params))
+    parts = {}
+    for name, part in files.items():
+        try:
+            parts[name] = part.read()
+        finally:
+            part.close()
+    return form, parts

@@ -43,6 +43,8 @@ class Operation:
     also: dict[int, type[BaseModel]] = field(default_factory=dict)
     tag: str = ""
     description: str = ""
+    #: the JSON body may also come as ``multipart/form-data`` with an ``image`` file part
+    multipart: bool = False
 
     @property
     def path(self) -> str:
@@ -117,6 +119,22 @@ def _problem(code: int, ref: dict[type[BaseModel], Any]) -> dict[str, Any]:
             "content": {"application/problem+json": {"schema": ref[Problem]}}}
 
 
+def _multipart(model: type[BaseModel]) -> dict[str, Any]:
+    """The form of a route that takes an image: the ``image`` file part, and the JSON body's
+    other fields as form fields (a list field repeated)."""
+    props: dict[str, Any] = {"image": {"type": "string", "format": "binary",
+                                       "description": "the image file (JPEG, PNG, WebP, GIF or BMP)"}}
+    for name, field in model.model_fields.items():
+        if name == "image":
+            continue
+        listed = "list[" in str(field.annotation)
+        props[name] = ({"type": "array", "items": {"type": "string"}} if listed else {"type": "string"})
+        if field.description:
+            props[name]["description"] = field.description
+    return {"schema": {"type": "object", "properties": props},
+            "encoding": {"image": {"contentType": "image/jpeg, image/png, image/webp, image/gif, image/bmp"}}}
+
+
 def _operation(op: Operation, ref: dict[type[BaseModel], Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"operationId": op.endpoint, "summary": op.summary, "tags": [op.tag]}
     if op.description:
@@ -133,6 +151,8 @@ def _operation(op: Operation, ref: dict[type[BaseModel], Any]) -> dict[str, Any]
     if op.body is not None:
         out["requestBody"] = {"required": True,
                               "content": {"application/json": {"schema": ref[op.body]}}}
+        if op.multipart:
+            out["requestBody"]["content"]["multipart/form-data"] = _multipart(op.body)
     elif op.raw_body is not None:
         out["requestBody"] = _resolve(op.raw_body, ref)
     responses: dict[str, Any] = {}

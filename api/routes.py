@@ -46,13 +46,24 @@ def openapi() -> Response:
 
 # -- matching -----------------------------------------------------------------------------------
 @route("POST", "/v1/match", summary="Fact-checks that address a post or claim (synchronous)",
-       tag="match", body=s.MatchIn, response=s.MatchOut, errors=(404, 409, 502),
+       tag="match", body=s.MatchIn, response=s.MatchOut, errors=(404, 409, 502), images=True,
        description="Hybrid BM25 + kNN retrieval fused with weighted RRF. No LLM runs; a "
-                   "cross-encoder runs only with `rerank` and a configuration that has one.")
+                   "cross-encoder runs only with `rerank` and a configuration that has one. "
+                   "A post may come with an image (`image` in base64 or `image_url`, or as "
+                   "multipart/form-data with an `image` file part), with or without `text`: "
+                   "the text read from it is matched too, and fact-checks with the same image "
+                   "come first; each match lists its `signals`.")
 def match(body: s.MatchIn) -> Response:
-    req = MatchRequest.from_mapping(body.model_dump(), budget_ms=services().settings.rerank_budget_ms)
-    result = services().matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)
-    adjusted = services().learning.adjust(g.api_key.tenant, body.model_dump(), result.to_dict())
+    from plugin.image.inputs import analyse_input
+    from plugin.search.image_query import post_text
+
+    svc = services()
+    image = analyse_input(body.model_dump(), svc.settings)
+    post = body.post()
+    req = MatchRequest.from_mapping(post, budget_ms=svc.settings.rerank_budget_ms, image=image)
+    result = svc.matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)
+    adjusted = svc.learning.adjust(g.api_key.tenant, {**post, "text": post_text(req.text, image)},
+                                   result.to_dict())
     return reply(s.MatchOut.model_validate(adjusted))
 
 

@@ -5,6 +5,7 @@ workers as a job (``enqueue``).
 """
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Callable
@@ -14,12 +15,12 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from werkzeug.exceptions import UnsupportedMediaType
 
-from plugin.errors import BadInput, Forbidden, InvalidRequest, Unauthorized
+from plugin.errors import BadInput, FactSieveError, Forbidden, InvalidRequest, Unauthorized
 from plugin.service.keys import Scope, client_address
 from plugin.service.services import Services
 
 from api import schemas as s
-from api.bodies import has_body, read_body
+from api.bodies import has_body, read_body, read_multipart
 from api.openapi import Api, Operation
 
 bp = Blueprint("api", __name__)
@@ -35,12 +36,16 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
           status: int = 200, response: type[BaseModel] | None = None,
           body: type[BaseModel] | None = None, raw_body: dict[str, Any] | None = None,
           query: list[dict[str, Any]] | None = None, errors: tuple[int, ...] = (),
-          also: dict[int, type[BaseModel]] | None = None, description: str = "") -> Callable:
+          also: dict[int, type[BaseModel]] | None = None, description: str = "",
+          images: bool = False) -> Callable:
+    """``images``: the body may carry an image (``plugin.image.inputs``): its limit allows one of
+    ``image_max_bytes`` in base64, and it may come as ``multipart/form-data`` too (an ``image``
+    file part, the other fields as form fields)."""
     def deco(fn: Callable[..., Response]) -> Callable[..., Response]:
         api.add(Operation(method=method, rule=rule, endpoint=fn.__name__, summary=summary,
                           scope=scope, status=status, response=response, body=body,
                           raw_body=raw_body, query=query or [], errors=errors, also=also or {},
-                          tag=tag, description=description))
+                          tag=tag, description=description, multipart=images))
 
         declared = frozenset(q["name"] for q in query or ())
 
@@ -52,7 +57,7 @@ def route(method: str, rule: str, *, summary: str, tag: str, scope: Scope | None
             if body is None and raw_body is None:
                 refuse_body()
             if body is not None:
-                kwargs["body"] = read_json(body)
+                kwargs["body"] = read_with_image(body) if images else read_json(body)
             return fn(**kwargs)
 
         bp.add_url_rule(rule, endpoint=fn.__name__, view_func=view, methods=[method],
@@ -104,12 +109,13 @@ def _is_json(mimetype: str) -> bool:
                                               and mimetype.endswith("+json"))
 
 
-def read_json_bytes() -> bytes:
-    """The request's JSON body, unparsed (415 for another content type, 413 over the limit)."""
+def read_json_bytes(limit: int | None = None, setting: str = "FACTSIEVE_MAX_JSON_BYTES") -> bytes:
+    """The request's JSON body, unparsed (415 for another content type, 413 over the limit:
+    ``max_json_bytes`` unless ``limit`` says otherwise)."""
     if not _is_json(request.mimetype):
         raise UnsupportedMediaType(f"send the body as application/json, not "
                                    f"{request.mimetype or 'no content type'!r}")
-    return read_body(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
+    return read_body(limit or services().settings.max_json_bytes, setting)
 
 
 def read_json_value() -> Any:
@@ -121,19 +127,60 @@ def read_json_value() -> Any:
         raise BadInput(f"the body is not valid JSON: {str(exc)[:200]}") from None
 
 
-def read_json(model: type[BaseModel]) -> BaseModel:
-    raw = read_json_bytes()
+def read_json(model: type[BaseModel], limit: int | None = None,
+              setting: str = "FACTSIEVE_MAX_JSON_BYTES") -> BaseModel:
+    raw = read_json_bytes(limit, setting)
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
-        errs = exc.errors(include_url=False, include_context=False)
-        if any(e["type"] == "json_invalid" for e in errs):
-            raise BadInput(f"the body is not valid JSON: {errs[0]['msg']}") from None
-        fields = [{"field": ".".join(str(p) for p in e["loc"]) or "(body)",
-                   "message": e["msg"].removeprefix("Value error, "), "type": e["type"]}
-                  for e in errs]
-        detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-        raise InvalidRequest(f"invalid request body: {detail}", errors=fields) from None
+        raise invalid(exc) from None
+
+
+#: what sets the body limit of a route that takes an image
+IMAGE_BODY_SETTING = "FACTSIEVE_MAX_JSON_BYTES plus FACTSIEVE_IMAGE_MAX_BYTES in base64"
+
+
+def read_with_image(model: type[BaseModel]) -> BaseModel:
+    """The body of a route that takes an image: JSON (the image base64 in ``image``) within
+    ``image_body_bytes``, or ``multipart/form-data`` (the image a file part named ``image``,
+    given to the model as base64; the other fields as text, a list field repeated, read as
+    JSON would be read after lax conversion: ``"5"`` is 5, ``"true"`` true)."""
+    from plugin.image.inputs import image_body_bytes
+
+    limit, setting = image_body_bytes(services().settings), IMAGE_BODY_SETTING
+    if request.mimetype != "multipart/form-data":
+        return read_json(model, limit, setting)
+    form, files = read_multipart(limit, setting)
+    data: dict[str, Any] = {}
+    for name in form:
+        values = form.getlist(name)
+        field = model.model_fields.get(name)
+        listed = field is not None and "list[" in str(field.annotation)
+        data[name] = values if listed else values[0]
+    unknown = sorted(set(files) - {"image"})
+    if unknown:
+        raise BadInput(f"unknown file part {unknown[0][:80]!r}: send the image as the part named image")
+    if "image" in files:
+        if "image" in data:
+            raise BadInput("give the image once: as the file part or as the image field")
+        data["image"] = base64.b64encode(files["image"]).decode("ascii")
+    try:
+        return model.model_validate(data, strict=False)
+    except ValidationError as exc:
+        raise invalid(exc) from None
+
+
+def invalid(exc: ValidationError) -> FactSieveError:
+    """A validation error as the API reports it: 400 for a body that is not JSON, else 422
+    naming each field."""
+    errs = exc.errors(include_url=False, include_context=False)
+    if any(e["type"] == "json_invalid" for e in errs):
+        return BadInput(f"the body is not valid JSON: {errs[0]['msg']}")
+    fields = [{"field": ".".join(str(p) for p in e["loc"]) or "(body)",
+               "message": e["msg"].removeprefix("Value error, "), "type": e["type"]}
+              for e in errs]
+    detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return InvalidRequest(f"invalid request body: {detail}", errors=fields)
 
 
 def reply(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response:

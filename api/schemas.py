@@ -10,9 +10,10 @@ import datetime as dt
 from typing import Annotated, Any
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator,
-                      model_validator)
+                      model_serializer, model_validator)
 
 from plugin.errors import BadInput
+from plugin.image.model import ImageAnalysis
 from plugin.search.request import MatchRequest
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.models import (LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode,
@@ -40,6 +41,19 @@ PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f]*$"
 PRINTABLE_ID = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
 PRINTABLE_URL = r"^https?://[^\x00-\x1f\x7f-\x9f]*$"
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NOT_BLANK)]
+#: A post's image: base64 (standard or URL-safe, a data: URL too) up to FACTSIEVE_IMAGE_MAX_BYTES
+#: decoded, or an http(s) URL fetched through the guarded outbound client (``plugin.image.inputs``)
+ImageB64 = Annotated[str, Field(min_length=1, description=(
+    "the image (JPEG, PNG, WebP, GIF or BMP) in base64, standard or URL-safe, optionally a "
+    "data: URL; at most FACTSIEVE_IMAGE_MAX_BYTES decoded. Its text is read (OCR) and matched, "
+    "and its perceptual hash is compared with fact-checks' images"))]
+ImageUrl = Annotated[str, Field(max_length=2048, pattern=r"^https?://", json_schema_extra={
+    "pattern": PRINTABLE_URL}, description=(
+    "an http(s) URL of the image, fetched by FactSieve (public addresses only, no redirects, "
+    "at most FACTSIEVE_IMAGE_MAX_BYTES); not with image"))]
+#: ``text`` or ``image`` or ``image_url``, and not both images (``_image_rule``)
+_TEXT_OR_IMAGE = {"anyOf": [{"required": ["text"]}, {"required": ["image"]}, {"required": ["image_url"]}],
+                  "not": {"required": ["image", "image_url"]}}
 
 
 class Request(BaseModel):
@@ -85,16 +99,43 @@ class Ready(Response):
 
 
 # -- matching -----------------------------------------------------------------------------------
+def _text_or_image(text_field: str) -> Any:
+    """A validator of ``text_field`` (declared after ``image`` and ``image_url``, with
+    ``validate_default``): a post gives a text or an image, and an image once. The rules are
+    ``MatchRequest``'s and ``plugin.image.inputs``'; here they are checked before the image is
+    read, and reported on the text field."""
+    def check(cls: Any, v: Any, info: Any) -> Any:
+        from plugin.image.inputs import check_one, given
+
+        try:
+            check_one(info.data)
+        except BadInput as exc:
+            raise ValueError(exc.detail) from None
+        if v is None and not given(info.data):
+            raise ValueError(f"give {text_field}, image or image_url")
+        return v
+    return field_validator(text_field, mode="after")(check)
+
+
+#: stands for an image not read yet, where only whether one was given counts
+IMAGE_GIVEN = ImageAnalysis(sha256="", width=0, height=0, format="", pdq=None)
+
+
 class MatchIn(Request):
-    """A match request as JSON. The fields declare their own limits; the rule across fields
-    (within_days needs a date, declared by ``if``/``then``) is ``MatchRequest``'s, checked by
-    ``MatchRequest.from_mapping`` like every other way in."""
+    """A match request as JSON. The fields declare their own limits; the rules across fields
+    (within_days needs a date, declared by ``if``/``then``; text or an image) are
+    ``MatchRequest``'s, checked by ``MatchRequest.from_mapping`` like every other way in."""
 
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"within_days": {"type": "integer"}}, "required": ["within_days"]},
-        "then": {"properties": {"date": {"type": "string"}}, "required": ["date"]}})
+        "then": {"properties": {"date": {"type": "string"}}, "required": ["date"]},
+        **_TEXT_OR_IMAGE})
 
-    text: Text = Field(description="the post or claim")
+    image: ImageB64 | None = None
+    image_url: ImageUrl | None = None
+    # after the image fields: its validator reads them
+    text: Text | None = Field(default=None, validate_default=True,
+                              description="the post or claim (with an image: its caption)")
     lang: LangCode | None = Field(default=None, description="detected when omitted")
     date: dt.date | None = Field(default=None, description="only fact-checks published on or before it")
     # the bounds inside the Annotated: on ``Int | None`` pydantic wrote them as "ge"/"le", which
@@ -114,14 +155,22 @@ class MatchIn(Request):
     deny: list[Domain] = Field(default_factory=list, max_length=50)
 
     _text = field_validator("text", mode="before")(_not_blank)
+    _image = _text_or_image("text")
+    _printable = field_validator("image_url")(no_control_chars)
 
     @model_validator(mode="after")
     def _request(self) -> MatchIn:
+        data = self.model_dump()
         try:
-            MatchRequest.from_mapping(self.model_dump())
+            MatchRequest.from_mapping(data, image=IMAGE_GIVEN if data["image"] or data["image_url"] else None)
         except BadInput as exc:
             raise ValueError(exc.detail) from None
         return self
+
+    def post(self) -> dict[str, Any]:
+        """The request as ``MatchRequest.from_mapping`` and the learning steps read it: without
+        the image's bytes."""
+        return self.model_dump(exclude={"image"})
 
 
 #: A stored fact-check's fields (``plugin.models.STORED_FIELDS``), all optional strings.
@@ -137,6 +186,38 @@ class MemoryOut(Response):
     decision_id: str
 
 
+class MatchSignal(Response):
+    signal: str = Field(description="`same-image`, `ocr` or `text`")
+    distance: int | None = Field(default=None, description="same-image: the PDQ Hamming distance "
+                                                           "(absent for the other signals)")
+
+    @model_serializer(mode="wrap")
+    def _without_null(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if not (k == "distance" and v is None)}
+
+
+class OcrOut(Response):
+    text: str
+    lang: str | None = None
+    model: str
+    confidence: float
+    # and "pass": which pass was kept (``image``, ``white``, ``bright``)
+    text_share: float
+
+
+class ImageOut(Response):
+    """The post's image as read: its identity, its perceptual hash and the OCR text matched."""
+
+    sha256: str
+    width: int
+    height: int
+    format: str
+    pdq: dict[str, Any] | None = None
+    text_heavy: bool = False
+    ocr: OcrOut | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
 class MatchItem(FactCheckFields):
     id: str
     score: float
@@ -148,6 +229,10 @@ class MatchItem(FactCheckFields):
     reason: str | None = Field(default=None, description=(
         "why the match is where it is, when not only retrieval put it there: `confirmed-by-desk`"))
     memory: MemoryOut | None = None
+    signals: list[MatchSignal] = Field(default_factory=list, description=(
+        "what found this match, strongest first: `same-image` (the post's image within `distance` "
+        "bits of the fact-check's), `ocr` (the text read from the post's image), `text` (the "
+        "post's own text)"))
 
 
 class MatchOut(Response):
@@ -157,6 +242,7 @@ class MatchOut(Response):
     reranked: bool = False
     notes: list[str] = Field(default_factory=list)
     matches: list[MatchItem]
+    image: ImageOut | None = Field(default=None, description="the post's image as read, when it had one")
 
 
 # -- fact-checks --------------------------------------------------------------------------------
@@ -245,11 +331,17 @@ class PostOut(JobOut):
 
 
 class PostIn(Request):
+    model_config = ConfigDict(json_schema_extra=_TEXT_OR_IMAGE)
+
     id: str = Field(min_length=1, max_length=512, pattern=NOT_BLANK,
                     json_schema_extra={"pattern": PRINTABLE_ID},
                     description="your id for the post; submissions are idempotent on it; "
                                 "no control characters")
-    text: Text
+    image: ImageB64 | None = None
+    image_url: ImageUrl | None = None
+    # after the image fields: its validator reads them
+    text: Text | None = Field(default=None, validate_default=True,
+                              description="the post (with an image: its caption)")
     lang: LangCode | None = None
     date: dt.date | None = None
     url: Annotated[str, Field(max_length=2048, pattern=r"^https?://",
@@ -257,8 +349,9 @@ class PostIn(Request):
     source: str | None = Field(default=None, max_length=200)
 
     _text = field_validator("text", mode="before")(_not_blank)
+    _image = _text_or_image("text")
     _id = field_validator("id", mode="before")(_not_blank)
-    _printable = field_validator("id", "url")(no_control_chars)
+    _printable = field_validator("id", "url", "image_url")(no_control_chars)
 
 
 class PostAccepted(JobAccepted):
@@ -267,7 +360,16 @@ class PostAccepted(JobAccepted):
 
 
 class VerifyIn(Request):
-    claim: Text
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [{"required": ["claim"]}, {"required": ["image"]}, {"required": ["image_url"]}],
+        "not": {"required": ["image", "image_url"]}})
+
+    image: ImageB64 | None = None
+    image_url: ImageUrl | None = None
+    # after the image fields: its validator reads them
+    claim: Text | None = Field(default=None, validate_default=True, description=(
+        "the claim; with an image, the text read from it follows it (an image alone: its text is "
+        "the claim)"))
     lang: LangCode | None = None
     date: dt.date | None = Field(default=None, description="the claim date: only evidence published "
                                  "before it is used, and it may not be in the future")
@@ -282,6 +384,7 @@ class VerifyIn(Request):
                                    description="time budget of the evidence loop (configuration's when omitted)")
 
     _claim = field_validator("claim", mode="before")(_not_blank)
+    _image = _text_or_image("claim")
 
 
 class RerankIn(Request):
@@ -382,6 +485,8 @@ class Signals(Response):
     knn_similarity: float | None = None
     reranked: bool = False
     rerank_score: float | None = None
+    found_by: list[MatchSignal] = Field(default_factory=list, description=(
+        "what found the candidate: the match's `signals` (`same-image`, `ocr`, `text`)"))
 
 
 class Scored(Response):

@@ -61,13 +61,25 @@ def print_matches(result: Any, header: str | None = None) -> None:
     if header:
         print(header)
     print(f"  language: {result.lang or '?'}   ({result.took_ms:.0f} ms)")
+    image = getattr(result, "image", None)
+    if image is not None:
+        text = " ".join(((image.get("ocr") or {}).get("text") or "").split())
+        print(f"  text read from the image: {text!r}" if text else "  text read from the image: none")
     if not result.matches:
         print("  no matches")
     for m in result.matches:
         extra = ", ".join(x for x in (m.get("lang"), m.get("rating"), m.get("url")) if x)
         print(f"  {m['rank']:>2}. [{m['score']:.4f}] {m['claim']}" + (f"  ({extra})" if extra else ""))
+        if image is not None:
+            print(f"      found by: {signal_words(m.get('signals') or [])}")
     for note in result.notes:
         print(f"  note: {note}")
+
+
+def signal_words(signals: list[dict[str, Any]]) -> str:
+    """A match's signals in words: ``same image (distance 4), ocr, text``."""
+    return ", ".join(f"same image (distance {s['distance']})" if s["signal"] == "same-image"
+                     else s["signal"] for s in signals) or "?"
 
 
 def split_names(value: str) -> list[str]:

@@ -18,7 +18,15 @@ def cmd_match(args: argparse.Namespace, services: Services) -> int:
     live budget (FACTSIEVE_RERANK_BUDGET_MS) as the API does. The JSON says which path fused
     (``fusion``: the one that did, which is client-side where a hybrid query does not fit)."""
     budget = services.settings.rerank_budget_ms if args.rerank else None
-    req = MatchRequest.from_mapping(vars(args), budget_ms=budget)
+    image = None
+    if args.image is not None:
+        from plugin.image.inputs import read_image_file
+        from plugin.image.stage import analyse
+        from plugin.search.request import check_lang
+
+        image = analyse(read_image_file(args.image, services.settings.image_max_bytes),
+                        services.settings, lang=check_lang(args.lang))
+    req = MatchRequest.from_mapping(vars(args), budget_ms=budget, image=image)
     cfg = services.config(args.config)
     results: list[Any] = []
 
@@ -85,7 +93,10 @@ def cmd_configs(args: argparse.Namespace, services: Services) -> int:
 
 def register(sub: Any, add: Any) -> None:
     sp = add("match", cmd_match, "find the fact-checks that address a post or claim")
-    sp.add_argument("text")
+    sp.add_argument("text", nargs="?", help="the post or claim (with --image: its caption; optional)")
+    sp.add_argument("--image", type=Path, metavar="PATH",
+                    help="the post's image (JPEG, PNG, WebP, GIF, BMP): its text is read and matched, "
+                         "and fact-checks with the same image come first")
     sp.add_argument("--lang", help="language of the post (ISO 639-1); detected when omitted")
     sp.add_argument("--date", help="post date YYYY-MM-DD: only fact-checks published on or before it")
     sp.add_argument("--within-days", type=int, help="with --date: only fact-checks from this many days before")

@@ -185,9 +185,17 @@ def safe_url(url: Any) -> str | None:
 
 
 def why_matched(signals: Mapping[str, Any] | None) -> str:
-    """One line: BM25 rank, kNN similarity, reranked or not (what the retrievers said)."""
+    """One line: for a post with an image, whether the same image or the text read from it
+    found the candidate; then BM25 rank, kNN similarity, reranked or not (what the retrievers
+    said)."""
     signals = signals or {}
     parts = []
+    found = {s.get("signal"): s for s in signals.get("found_by") or () if isinstance(s, Mapping)}
+    if "same-image" in found:
+        distance = found["same-image"].get("distance")
+        parts.append("same image" + (f" (distance {int(distance)})" if isinstance(distance, int) else ""))
+    if "ocr" in found:
+        parts.append("text read from the image")
     bm25 = signals.get("bm25_rank")
     parts.append(f"BM25 rank {bm25}" if bm25 is not None else "not found by BM25")
     knn = signals.get("knn_similarity")

@@ -108,10 +108,11 @@ def signals_of(explain: Mapping[str, Any] | None, reranked: bool) -> dict[str, A
     """Why a candidate matched, from a match's ``explain`` (``plugin.search.result.match_dict``):
     its best BM25 rank (1-based) over the BM25 sub-queries, its best kNN score over the dense
     ones (OpenSearch's similarity score), and the cross-encoder's score when it was reranked.
-    ``None`` where the match did not say (a server-fused match carries no sub-query scores)."""
+    ``None`` where the match did not say (a server-fused match carries no sub-query scores).
+    The sub-queries over the text read from a post's image (``ocr:…``) count as the others."""
     explain = explain or {}
-    bm25 = [v["rank"] for k, v in explain.items() if k.startswith("bm25:") and "rank" in v]
-    knn = [v["score"] for k, v in explain.items() if k.startswith("dense:") and "score" in v]
+    bm25 = [v["rank"] for k, v in explain.items() if k.removeprefix("ocr:").startswith("bm25:") and "rank" in v]
+    knn = [v["score"] for k, v in explain.items() if k.removeprefix("ocr:").startswith("dense:") and "score" in v]
     rerank = (explain.get("rerank") or {}).get("score")
     return {"bm25_rank": min(bm25) if bm25 else None, "knn_similarity": max(knn) if knn else None,
             "reranked": bool(reranked and rerank is not None), "rerank_score": rerank}
@@ -129,7 +130,9 @@ def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
                     "url": m.get("url"), "lang": m.get("lang"), "rank": m.get("rank", i + 1),
                     "score": m.get("score"), "confidence": m.get("confidence"),
                     "confidence_packaged": m.get("confidence_packaged"),  # plugin.learn
-                    "signals": signals_of(m.get("explain"), reranked)})
+                    "signals": {**signals_of(m.get("explain"), reranked),
+                                # what found it: same-image (with its distance), ocr, text
+                                "found_by": list(m.get("signals") or [])}})
     return out
 
 

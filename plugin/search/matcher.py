@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from plugin.embedding import Embedder
 from plugin.errors import BadInput
@@ -27,6 +28,8 @@ from plugin.search.duplicates import collapse, same_claim  # noqa: F401 (same_cl
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.generated import GENERATED
 from plugin.search.hybrid import NEURAL_PLUGIN, ServerPlan, server_plan
+from plugin.search.image_query import image_hits, image_note, post_texts, same_image_body
+from plugin.search.images import feature_view, merge_image_hits, ocr_queries, pin_image_hits, signals
 from plugin.search.lang import detect_language
 from plugin.search.normalize import normalize_post
 from plugin.search.plan import MatchPlan, boost, dense_variants, fused_head, other_language
@@ -38,6 +41,9 @@ from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
+
+if TYPE_CHECKING:
+    from plugin.image.model import ImageAnalysis
 
 
 class Matcher:
@@ -95,13 +101,16 @@ class Matcher:
             self._model_checked = True
 
     def match(self, req: MatchRequest, config: RetrievalConfig | str | None = None) -> MatchResult:
+        """The fact-checks that address ``req``'s post; a post with an image (``req.image``) is
+        matched by its caption, the text read from the image and its hashes
+        (``plugin.search.images``), fused client-side."""
         req, cfg = req.validated(), self._config(config)
         watch = Stopwatch()
         with watch("normalize_ms"):
-            text, decided, centroids = self._prepare(req, cfg)
+            texts, decided, centroids = self._prepare(req, cfg)
         with watch("embed_ms"):
-            bodies, weights = self.plan(req, text, decided.lang, cfg, centroids=centroids, decided=decided)
-        fused, server = self._retrieve(decided, cfg, bodies, weights, watch)
+            bodies, weights, decided = self._plan_texts(req, texts, decided, cfg, centroids)
+        fused, server = self._retrieve(decided, cfg, bodies, weights, watch, image=req.image)
         decision = self.gate.decide(cfg, self.reranker, asked=req.rerank, lang=decided.lang,
                                     fused=fused, budget_ms=req.rerank_budget_ms)
         self.gate = decision.gate
@@ -110,24 +119,48 @@ class Matcher:
             sourced = min(len(fused), fused_head(head, req.k, cfg.collapse))
             fused = self._fetch_sources(fused, 0, sourced)
         with watch("rerank_ms"):
-            fused, rerank_scores = self._rerank(text, fused, cfg, decision.pairs)
+            fused, rerank_scores = self._rerank("\n".join(texts.values()), fused, cfg, decision.pairs)
+            fused = pin_image_hits(fused)
         with watch("fetch_ms"):
             top, fused = self._top(fused, sourced, cfg, req.k)
         with watch("fuse_ms"):
-            matches, features = self._matches(cfg, fused, top, decided.lang, rerank_scores, server)
+            matches, features = self._matches(cfg, fused, top, decided.lang, rerank_scores, server,
+                                              caption=bool(texts.get("")))
         dense = any(r.kind is RetrieverKind.DENSE for r in cfg.retrievers)
-        notes = tuple(n for n in (dense and self.query_encoder_note(cfg), decision.note) if n)
+        notes = tuple(n for n in (dense and self.query_encoder_note(cfg), decision.note,
+                                  image_note(req.image, texts)) if n)
         return MatchResult(lang=decided.lang, matches=matches, took_ms=watch.total_ms(), config=cfg.name,
                            timings_ms=watch.ms, reranked=decision.pairs > 0, notes=notes,
-                           fusion="client" if server is None else "server", features=features)
+                           fusion="client" if server is None else "server", features=features,
+                           image=None if req.image is None else req.image.to_dict())
 
     def _prepare(self, req: MatchRequest, cfg: RetrievalConfig
-                 ) -> tuple[str, MatchPlan, LanguageCentroids | None]:
-        """The normalised post, the plan for it, and the language centroids the plan needs."""
+                 ) -> tuple[dict[str, str], MatchPlan, LanguageCentroids | None]:
+        """The normalised texts by query-set prefix (``""``: the post's own text, ``ocr:``: the
+        text read from its image; ``images.post_texts``), the plan for them (the language
+        detected on all of them), and the language centroids the plan needs."""
         self._check_model()
-        text = normalize_post(req.text) or req.text.strip()
-        decided = MatchPlan.decide(req, req.lang or detect_language(text), cfg)
-        return text, decided, self.language_centroids() if decided.centering else None
+        texts = post_texts(req.text, req.image, normalize_post)
+        decided = MatchPlan.decide(req, req.lang or detect_language("\n".join(texts.values())), cfg)
+        return texts, decided, self.language_centroids() if decided.centering else None
+
+    def _plan_texts(self, req: MatchRequest, texts: dict[str, str], decided: MatchPlan,
+                    cfg: RetrievalConfig, centroids: LanguageCentroids | None
+                    ) -> tuple[dict[str, dict[str, Any]], dict[str, float], MatchPlan]:
+        """Every query set's sub-queries and weights (``plan`` for each text; the OCR set's
+        renamed by ``images.ocr_queries``), and the plan with the sets' stand-ins."""
+        bodies, weights, stand_ins = {}, {}, {}
+        for prefix, text in texts.items():
+            b, w = self.plan(req, text, decided.lang, cfg, centroids=centroids, decided=decided)
+            s = {n: p for n, p in decided.stand_ins.items() if n in b}
+            if prefix:
+                b, w, s = ocr_queries(b, w, s, cfg.ocr_weight)
+            bodies.update(b)
+            weights.update(w)
+            stand_ins.update(s)
+        if set(texts) != {""}:
+            decided = replace(decided, stand_ins=stand_ins)
+        return bodies, weights, decided
 
     def plan(self, req: MatchRequest, text: str, lang: str | None, config: RetrievalConfig, *,
              centroids: LanguageCentroids | None = None, decided: MatchPlan | None = None
@@ -162,15 +195,20 @@ class Matcher:
                 for v in sorted(variants)}
 
     def _retrieve(self, decided: MatchPlan, cfg: RetrievalConfig, bodies: dict[str, Any],
-                  weights: dict[str, float], watch: Stopwatch) -> tuple[list[Fused], ServerPlan | None]:
+                  weights: dict[str, float], watch: Stopwatch, image: ImageAnalysis | None = None
+                  ) -> tuple[list[Fused], ServerPlan | None]:
         """The boosted fusion of the sub-queries: one hybrid query fused by OpenSearch when the
-        plan fits one (no stand-ins: their terms are computed here), else one ``_msearch``."""
+        plan fits one (no stand-ins: their terms are computed here; no image), else one
+        ``_msearch``, with the image's same-image search in it and its hits first."""
+        same = same_image_body(image, decided, self.settings)
         with watch("search_ms"):
-            server = None if decided.stand_ins else self._server_plan(cfg, bodies, weights, decided.size)
+            server = None if decided.stand_ins or image is not None else self._server_plan(
+                cfg, bodies, weights, decided.size)
             if server is not None:
                 fused = self._server_fuse(server)
             else:
-                responses = self.store.msearch(self.alias, list(bodies.values()))
+                searches = list(bodies.values()) + ([same] if same else [])
+                responses = self.store.msearch(self.alias, searches) if searches else []
         with watch("fuse_ms"):
             if server is None:
                 rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
@@ -178,7 +216,10 @@ class Matcher:
                 extra = {"k": cfg.rrf_k} if cfg.fusion is Fusion.RRF else {}
                 fused = fuse(rankings, weights, stand_ins=decided.stand_ins,
                              blind=other_language(decided.lang), **extra)
-            return boost(fused, cfg.boosts, decided.lang, decided.same_lang), server
+            fused = boost(fused, cfg.boosts, decided.lang, decided.same_lang)
+            if same:
+                fused = merge_image_hits(fused, image_hits(image, responses[-1]))  # type: ignore[arg-type]
+            return fused, server
 
     def _top(self, fused: list[Fused], sourced: int, cfg: RetrievalConfig, k: int
              ) -> tuple[list[Fused], list[Fused]]:
@@ -195,14 +236,17 @@ class Matcher:
         return top, fused
 
     def _matches(self, cfg: RetrievalConfig, fused: list[Fused], top: list[Fused], lang: str | None,
-                 rerank_scores: dict[str, float], server: ServerPlan | None) -> tuple[list[dict[str, Any]], Any]:
-        """The matches as dicts with their calibrated confidence, and the calibration features
-        (which need each retriever's rank and score: a hybrid query has none)."""
-        features = candidate_features(fused, top, lang) if server is None else None
+                 rerank_scores: dict[str, float], server: ServerPlan | None, *, caption: bool = True
+                 ) -> tuple[list[dict[str, Any]], Any]:
+        """The matches as dicts with their calibrated confidence and signals, and the
+        calibration features (which need each retriever's rank and score: a hybrid query has
+        none; for a post with an image, the caption's retrievers', else the OCR text's)."""
+        features = None if server is not None else candidate_features(
+            feature_view(fused, caption=caption), feature_view(top, caption=caption), lang)
         calibrator = self.calibrator_for(cfg) if features is not None else None
         confidence = calibrator.predict(features, lang) if calibrator and len(top) else None
-        return [match_dict(f, rerank_scores.get(f.id), None if confidence is None else float(confidence[i]))
-                for i, f in enumerate(top)], features
+        return [{**match_dict(f, rerank_scores.get(f.id), None if confidence is None else float(confidence[i])),
+                 "signals": signals(f)} for i, f in enumerate(top)], features
 
     def query_encoder_for(self, cfg: RetrievalConfig) -> Embedder | None:
         """The tuned query tower a configuration names, loaded once; ``None`` when it names none

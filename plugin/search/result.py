@@ -24,10 +24,16 @@ class MatchResult:
     fusion: str = "client"
     #: each match's ``calibration.FEATURES`` row (client-side fusion only), for the lab
     features: Any = None
+    #: the post's image as read (``ImageAnalysis.to_dict``: its hash, and the OCR text matched),
+    #: ``None`` for a post without one
+    image: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
-                "reranked": self.reranked, "notes": list(self.notes), "matches": self.matches}
+        out = {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
+               "reranked": self.reranked, "notes": list(self.notes), "matches": self.matches}
+        if self.image is not None:
+            out["image"] = self.image
+        return out
 
 
 class Stopwatch:

@@ -95,6 +95,9 @@ class RetrievalConfig(BaseModel):
     #: whose packaged confidence model (``factsieve calibrate``) scores the matches: the
     #: configuration's own by default; a reranking configuration names its first stage's
     calibrator: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    #: For a post with an image, the text read from it runs every retriever again as a query set
+    #: of its own (``ocr:<retriever>``, ``plugin.search.images``), each weight times this.
+    ocr_weight: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")
     def _unique(self) -> RetrievalConfig:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from plugin.image.inputs import analyse_input
 from plugin.ingest import Format, parse_bytes
 from plugin.learn.calibration_step import auto_confirm
+from plugin.search.image_query import post_text
 from plugin.search.request import MatchRequest
 from plugin.search.versions import versions_of
 from plugin.owners import Writer
@@ -21,6 +23,9 @@ from plugin.search.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.service.webhooks import Event, wants
+
+if TYPE_CHECKING:
+    from plugin.image.model import ImageAnalysis
 
 RERANK_CONFIG = "hybrid-rerank"
 
@@ -100,6 +105,20 @@ def best_score(matches: list[dict[str, Any]]) -> float | None:
     return top["confidence"] if top.get("confidence") is not None else top["score"]
 
 
+def post_image(services: Services, job: dict[str, Any]) -> ImageAnalysis | None:
+    """A post job's image read by the image stage, here in the worker (its bytes are the job's
+    body, named in the post by ``image_sha256``; an ``image_url`` is fetched now); ``None`` for
+    a post without one."""
+    post = job["input"]["post"]
+    if post.get("image_sha256"):
+        data = {"image": services.jobs.body(job["id"])}
+    elif post.get("image_url"):
+        data = {"image_url": post["image_url"]}
+    else:
+        return None
+    return analyse_input({**data, "lang": post.get("lang")}, services.settings)
+
+
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
     """Match a post (with its filters and rerank budget, when it gives them) as the tenant's desk
@@ -107,10 +126,14 @@ def run_post(services: Services, job: dict[str, Any],
     (``ReviewDesk.record_item``, which applies the tenant's review rules), auto-confirm it when
     the tenant opted in, then plan and enqueue a ``post.matched`` delivery for every
     subscription whose filters it passes and whose threshold its best match clears."""
-    post = job["input"]["post"]
+    given = job["input"]["post"]
     tenant = job.get("tenant", DEFAULT_TENANT)
     matcher = services.matcher(job["input"].get("config"))
-    matched = matcher.match(MatchRequest.from_mapping(post))
+    image = post_image(services, job)
+    matched = matcher.match(MatchRequest.from_mapping(given, image=image))
+    # what the desk, the memory and webhooks see of a post with an image: its caption and the
+    # text read from the image as its text (the image itself is in the result)
+    post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
     result = services.learning.adjust(tenant, post, matched.to_dict())
     services.posts.remember(tenant, post, result["lang"])  # what later posts are compared with
     best = best_score(result["matches"])

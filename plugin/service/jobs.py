@@ -209,14 +209,15 @@ class JobStore:
             return job, True
         return self.get(job["id"]), False
 
-    def submit_post(self, post: dict[str, Any],
-                    tenant: str = DEFAULT_TENANT) -> tuple[dict[str, Any], bool]:
+    def submit_post(self, post: dict[str, Any], tenant: str = DEFAULT_TENANT, *,
+                    body: str | None = None) -> tuple[dict[str, Any], bool]:
         """Record a post's job, idempotent on the post id: the same post again returns its job
-        (``created`` false); the same id with different content is a ``Conflict``."""
+        (``created`` false); the same id with different content is a ``Conflict``. ``body``: what
+        the job reads beside its input (a post's image, which ``post`` names by digest)."""
         fp = fingerprint(post)
         job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
                                    job_id=self.post_job(post["id"], tenant), ref=post["id"],
-                                   tenant=tenant)
+                                   tenant=tenant, body=body)
         if not created and not owns(job, post["id"], tenant):
             # only a job id forged under the earlier scheme can be another's: say nothing of it
             raise Conflict(f"post id {post['id']!r} cannot be used; use a new id")
@@ -230,6 +231,9 @@ class JobStore:
             job = {"id": job["id"], "kind": JobKind.POST.value, "status": JobStatus.QUEUED.value,
                    "created_at": now, "queued_at": now, "attempts": 0, "ref": post["id"],
                    "input": job["input"], "previous_error": job.get("error"), "tenant": tenant}
+            if body is not None:  # dropped when it failed
+                self.kv.call("write job body", self.kv.client.set, self._key(job["id"]) + ":body",
+                             body, ex=self.ttl)
             self._write(job)
             return job, True
         return job, created

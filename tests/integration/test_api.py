@@ -82,13 +82,20 @@ def test_match_validation_is_422_with_field_errors(client, auth, payload, field)
     assert field in [e["field"] for e in body["errors"]], body
 
 
-def test_bad_bodies(client, auth):
+def test_bad_bodies(client, auth, api_settings):
+    from plugin.image.inputs import image_body_bytes
+
     resp = client.post("/v1/match", data=b"{not json", headers={**auth, "Content-Type": "application/json"})
     assert resp.status_code == 400 and "not valid JSON" in problem_of(resp)["detail"]
     resp = client.post("/v1/match", data=b"text=hello", headers={**auth, "Content-Type": "application/x-www-form-urlencoded"})
     assert resp.status_code == 415 and problem_of(resp)
-    resp = client.post("/v1/match", json={"text": "x" * 300_000}, headers=auth)
+    resp = client.post("/v1/rerank", json={"text": "x" * 300_000}, headers=auth)
     assert resp.status_code == 413 and problem_of(resp)["title"] == "Request Entity Too Large"
+    # a route that takes an image allows a body that can hold one, and no more
+    resp = client.post("/v1/match", json={"text": "x" * 300_000}, headers=auth)
+    assert resp.status_code == 422 and "at most 20000 characters" in problem_of(resp)["detail"]
+    resp = client.post("/v1/match", json={"image": "A" * image_body_bytes(api_settings)}, headers=auth)
+    assert resp.status_code == 413 and "FACTSIEVE_IMAGE_MAX_BYTES" in problem_of(resp)["detail"]
 
 
 def test_unknown_config_is_400(client, auth, api_corpus):

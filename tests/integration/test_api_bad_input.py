@@ -86,7 +86,7 @@ def limited(api_settings, store, embedder):
 
     settings = namespaced(api_settings, uuid.uuid4().hex[:10], max_json_bytes=JSON_LIMIT,
                           max_request_bytes=BODY_LIMIT, sync_ingest_max_bytes=BODY_LIMIT,
-                          sync_evidence_max_passages=1000)
+                          sync_evidence_max_passages=1000, image_max_bytes=IMAGE_LIMIT)
     svc = Services(settings, store=store, embedder=embedder)
     key = svc.keys.create("tests (limits)", Scope.WRITE)[1]
     yield create_app(settings, services=svc).test_client(), {"Authorization": f"Bearer {key}"}, svc
@@ -117,6 +117,7 @@ def ndjson(rows: list[dict], past: int) -> bytes:
     return "\n".join(lines).encode()
 
 
+IMAGE_LIMIT = 4 * 1024
 FACTCHECK = {"id": "limit", "claim": "A synthetic claim about rivers and their sources", "lang": "en"}
 EVIDENCE = {"url": "https://limits.example.org/page", "title": "Rivers",
             "text": "Rivers rise in hills. They run to the sea.", "published_at": "2020-01-01"}
@@ -137,12 +138,17 @@ def deployment_state(svc) -> tuple[int, int, int, list]:
 def test_chunked_bodies_over_the_limit_are_413_on_every_route_and_write_nothing(limited):
     client, auth, svc = limited
     svc.ensure_factcheck_index()
-    over_json = [("/v1/match", {"text": "rivers"}), ("/v1/posts", {"id": "p-limit", "text": "rivers"}),
-                 ("/v1/verify", {"claim": "Rivers run uphill", "config": "lookup"}),
-                 ("/v1/rerank", {"text": "rivers"}),
+    from plugin.image.inputs import image_body_bytes
+
+    over_json = [("/v1/rerank", {"text": "rivers"}),
                  ("/v1/webhooks", {"url": "http://127.0.0.1:9/hook", "events": ["post.matched"]})]
     cases = [(path, padded(obj, JSON_LIMIT), "application/json", "FACTSIEVE_MAX_JSON_BYTES")
              for path, obj in over_json]
+    # the routes that take an image allow a body that can hold one of FACTSIEVE_IMAGE_MAX_BYTES
+    over_image = [("/v1/match", {"text": "rivers"}), ("/v1/posts", {"id": "p-limit", "text": "rivers"}),
+                  ("/v1/verify", {"claim": "Rivers run uphill", "config": "lookup"})]
+    cases += [(path, padded(obj, image_body_bytes(svc.settings)), "application/json",
+               "FACTSIEVE_IMAGE_MAX_BYTES") for path, obj in over_image]
     cases += [(path, ndjson([FACTCHECK], BODY_LIMIT), "application/x-ndjson", "FACTSIEVE_MAX_REQUEST_BYTES")
               for path in ("/v1/fact-checks", "/v1/fact-checks?async=true")]
     cases += [(path, ndjson([EVIDENCE], BODY_LIMIT), "application/x-ndjson", "FACTSIEVE_MAX_REQUEST_BYTES")

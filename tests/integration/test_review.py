@@ -92,7 +92,8 @@ def test_a_matched_post_becomes_a_pending_item_with_its_candidates(client, worke
     top = item["candidates"][0]
     assert top["factcheck_id"] == "api-2" and top["rank"] == 1
     assert top["url"] == "https://checks.example.org/5g-coronavirus" and top["publisher"] == "Example Checks"
-    assert set(top["signals"]) == {"bm25_rank", "knn_similarity", "reranked", "rerank_score"}
+    assert set(top["signals"]) == {"bm25_rank", "knn_similarity", "reranked", "rerank_score", "found_by"}
+    assert top["signals"]["found_by"] == [{"signal": "text"}]
     assert top["signals"]["bm25_rank"] is not None and top["signals"]["knn_similarity"] is not None
     assert item["versions"]["retrieval_config"] == item["config"]
     assert set(item["versions"]) == {"retrieval_config", "embedding_model", "query_tower", "reranker", "calibrator"}

@@ -64,6 +64,9 @@ def test_parse_lists_the_valid_values():
       "dense:post": {"rank": 9, "score": 0.5}, "dense:en": {"rank": 1, "score": 0.8},
       "rerank": {"score": 0.97}}, True,
      {"bm25_rank": 2, "knn_similarity": 0.8, "reranked": True, "rerank_score": 0.97}),
+    ({"ocr:bm25:post": {"rank": 2, "score": 1}, "ocr:dense:post": {"rank": 1, "score": 0.7},
+      "same-image": {"rank": 1, "score": 4.0}}, False,  # a post with an image: its OCR text's
+     {"bm25_rank": 2, "knn_similarity": 0.7, "reranked": False, "rerank_score": None}),
     ({}, True, {"bm25_rank": None, "knn_similarity": None, "reranked": False, "rerank_score": None}),
     (None, False, {"bm25_rank": None, "knn_similarity": None, "reranked": False, "rerank_score": None}),
 ])

@@ -150,6 +150,9 @@ def test_safe_url(url, expected):
     ({"bm25_rank": None, "knn_similarity": 0.5, "reranked": False}, "not found by BM25 · kNN similarity 0.50 · not reranked"),
     ({"bm25_rank": 4, "reranked": True}, "BM25 rank 4 · not found by kNN · reranked"),
     (None, "not found by BM25 · not found by kNN · not reranked"),
+    ({"bm25_rank": 2, "found_by": [{"signal": "same-image", "distance": 4}, {"signal": "ocr"}]},
+     "same image (distance 4) · text read from the image · BM25 rank 2 · not found by kNN · not reranked"),
+    ({"found_by": [{"signal": "text"}, "junk"]}, "not found by BM25 · not found by kNN · not reranked"),
 ])
 def test_why_matched(signals, expected):
     assert p.why_matched(signals) == expected
