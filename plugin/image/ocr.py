@@ -62,6 +62,9 @@ MASK_MIN_SHARE, MASK_MAX_SHARE = 0.002, 0.5
 CONFIDENT = 93.0
 #: Words under this confidence do not count towards the share of the image covered by text.
 TEXT_SHARE_FLOOR = 50.0
+#: A kept pass less confident than this, or without one word of two letters, read no text:
+#: Tesseract finds "words" in the textures of a photo, at low confidence (docs/images.md).
+MIN_TEXT_CONFIDENCE = 60.0
 #: The routing read's scale, and the smallest longest side it reads at.
 ROUTE_SCALE, ROUTE_MIN_SIDE = 0.5, 400
 PASSES = ("white", "bright", "image")
@@ -154,6 +157,8 @@ class Reader:
         else:
             model = self.route(img)
         best = self._recipe(img, model)
+        if best is not None and not is_text(best):
+            best = None  # texture, not text: nothing read, nothing covered
         text = best.text if best else ""
         if lang:
             found_lang: str | None = lang
@@ -219,6 +224,12 @@ def _read(api: Any, page: Any, name: str) -> _Pass:
     lines = _text(api.GetUTF8Text).splitlines() if words else []
     text = "\n".join(line.strip() for line in lines if line.strip())
     return _Pass(name=name, text=text, confidence=confidence, words=tuple(words))
+
+
+def is_text(read: _Pass) -> bool:
+    """Whether a pass read text rather than texture: confident enough, with a real word."""
+    return read.confidence >= MIN_TEXT_CONFIDENCE and any(
+        sum(ch.isalpha() for ch in t) >= 2 for t, c, _ in read.words if c >= TEXT_SHARE_FLOOR)
 
 
 def _text(get: Any) -> str:

@@ -127,3 +127,14 @@ def test_the_code_table_uses_tesseract_names():
 
 def test_one_reader_per_process(settings):
     assert reader(settings) is reader(settings)
+
+
+@pytest.mark.parametrize("lang", ["en", None])
+def test_a_photo_without_text_reads_no_text_not_its_textures(ocr, lang):
+    from tests.image_drawing import photo
+
+    for seed in (0, 1, 5):
+        got = ocr.read(photo(seed), lang)
+        assert (got.text, got.text_share) == ("", 0.0), got
+    got = ocr.read(noisy(2), lang)
+    assert got.text == ""
