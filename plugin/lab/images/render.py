@@ -42,7 +42,8 @@ _PIC_LINK = re.compile(r"\s*pic\.twitter\.com/\w+")
 #: the signature of an embedded tweet, as CLEF-2020 keeps it: "— Name (@handle) Month D, YYYY"
 _SIGNATURE = re.compile(r"\s*[—–-]+\s*(?P<name>[^\n]{1,60}?)\s*\(@(?P<handle>\w{1,30})\)\s*"
                         r"(?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$")
-_NAMES = ("Alex Morgan", "Sam Rivera", "Jordan Lee", "Taylor Brooks", "Casey Kim", "Robin Park")
+#: made-up authors for posts without a signature (placeholders, not anyone's name)
+_NAMES = ("Sample Account", "Example Poster", "Demo User", "Placeholder Page", "Lab Account", "Test Poster")
 
 
 @dataclass(frozen=True)
