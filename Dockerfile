@@ -12,6 +12,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TRANSFORMERS_OFFLINE=1 \
     FACTSIEVE_CACHE_DIR=/opt/factsieve/cache
 
+# Tesseract and its language packs for the image stage (plugin.image.ocr): the packs are the
+# default of FACTSIEVE_OCR_LANGUAGES plus the Latin script model; tesserocr is built against them.
+ARG OCR_PACKS="eng spa fra deu por ara hin kor"
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tesseract-ocr libtesseract-dev libleptonica-dev \
+      pkg-config g++ tesseract-ocr-script-latn $(for l in $OCR_PACKS; do echo tesseract-ocr-$l; done) \
+ && pip install --no-binary tesserocr 'tesserocr==2.13.0' \
+ && apt-get purge -y g++ && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY plugin ./plugin

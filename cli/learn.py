@@ -69,7 +69,7 @@ def cmd_learn_reranker(args: argparse.Namespace, services: Services) -> int:
 
     from plugin.learn.reranker_train import REFERENCE_DATASET, LearnOptions, learn_reranker
 
-    options = LearnOptions(epochs=args.epochs, flip_labels=args.flip_labels,
+    options = LearnOptions(epochs=args.epochs, flip_labels=args.flip_labels, device=args.device,
                            reference=Path(args.reference or REFERENCE_DATASET),
                            **({"config": args.config} if args.config else {}))
     report = learn_reranker(services, check_tenant(args.tenant), options)
@@ -160,6 +160,9 @@ def register(sub: Any, add: Any) -> None:
                                         "queries scored by the gate (default: samples/clef2020)")
     sp.add_argument("--flip-labels", action="store_true",
                     help="train on flipped labels: a worse model on purpose, to check the gate")
+    sp.add_argument("--device", default="cpu", choices=("cpu", "auto"),
+                    help="where JAX trains: cpu (default), or auto for the accelerator JAX finds "
+                         "(install the CUDA build of jax on a GPU machine)")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
     sp = add("rollback", cmd_learn_rollback,

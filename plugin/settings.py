@@ -287,9 +287,11 @@ class Settings(BaseSettings):
     #: images hash alike).
     pdq_max_distance: int = Field(default=31, ge=0, le=128)
     pdq_min_quality: int = Field(default=50, ge=0, le=100)
-    #: An image whose text covers at least this share of it is text-heavy: a hash match counts
-    #: only when the OCR texts agree too (text screenshots hash close together).
-    image_text_heavy_share: float = Field(default=0.25, ge=0.0, le=1.0)
+    #: An image whose recognised words' boxes cover at least this share of it is text-heavy
+    #: (text cards and memes; a photo with a one-line caption is not): a hash match counts only
+    #: when the OCR texts agree too (text screenshots, and memes on one template, hash close
+    #: together). Measured shares: docs/images.md.
+    image_text_heavy_share: float = Field(default=0.08, ge=0.0, le=1.0)
 
     @field_validator("webhook_allowed_hosts", "ocr_languages", mode="before")
     @classmethod

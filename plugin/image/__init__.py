@@ -8,7 +8,7 @@ covered by text.
 
 Modules: ``model`` (what the stage returns, pure), ``decode`` (bytes → a checked image: the
 one place image bytes are trusted), ``pdq`` (hashes and their chunk terms, pure but for the
-hashing), ``ocr`` (Tesseract, one API per language per process), ``stage`` (the composition),
+hashing), ``ocr`` (Tesseract, a pool of loaded APIs per model per process), ``stage`` (the composition),
 ``queries`` (the same-image query bodies, pure), ``fetch`` (an ``image_url`` through the guarded
 outbound client). Heavy imports (PIL, pdqhash, tesserocr) are lazy.
 

@@ -184,6 +184,8 @@ def remembered(result: Mapping[str, Any], said: Mapping[str, Verdict],
 class PostReader(Protocol):
     """What the memory step reads (``memory_store.PostMemory`` over OpenSearch)."""
 
+    def has_decisions(self, tenant: str) -> bool: ...
+
     def vector(self, text: str) -> list[float]: ...
 
     def neighbours(self, tenant: str, vector: Sequence[float], k: int) -> list[Neighbour]: ...
@@ -195,7 +197,8 @@ class PostReader(Protocol):
 
 class Memory:
     """The memory step of ``Learning``: two reads per post (its neighbours, their decisions),
-    a third only to fetch a confirmed fact-check the matcher did not return."""
+    a third only to fetch a confirmed fact-check the matcher did not return; none for a tenant
+    whose desk has decided nothing yet (``PostReader.has_decisions``)."""
 
     def __init__(self, posts: PostReader, *, min_similarity: float, neighbours: int,
                  same_claim: float | None = DUPLICATE_JACCARD) -> None:
@@ -212,6 +215,8 @@ class Memory:
         return near_duplicates(post.get("id"), found, self.min_similarity, text, self.same_claim)
 
     def apply(self, tenant: str, post: Mapping[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        if not self.posts.has_decisions(tenant):
+            return result
         near = self.near(tenant, post)
         if not near:
             return result

@@ -29,6 +29,12 @@ def neighbours_body(tenant: str, vector: Sequence[float], k: int) -> dict[str, A
                                             "filter": tenant_filter(tenant)}}}}
 
 
+def any_decision_body(tenant: str) -> dict[str, Any]:
+    """Whether the tenant's desk has decided anything (a count that stops at the first)."""
+    return {"size": 0, "terminate_after": 1, "track_total_hits": True,
+            "query": {"bool": {"filter": [tenant_filter(tenant)]}}}
+
+
 def decisions_body(tenant: str, post_ids: Sequence[str]) -> dict[str, Any]:
     """The tenant's decisions on ``post_ids``, oldest first (undos included: the memory drops
     what they take back)."""

@@ -63,6 +63,8 @@ class PostMemory:
         self._vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
         self._ready = False
+        #: tenants known to have decisions (the log is append-only: once true, always true)
+        self._decided: set[str] = set()
 
     def ensure(self) -> None:
         """The posts alias (checked against the embedding model) and the decision log present,
@@ -78,6 +80,20 @@ class PostMemory:
     def template_values(self) -> dict[str, Any]:
         """The posts template's placeholders: the model its vectors come from."""
         return {"model": self.embedder.name, "dimension": self.embedder.dim}
+
+    def has_decisions(self, tenant: str) -> bool:
+        """Whether the tenant's desk has decided anything: the memory step reads nothing more
+        for a tenant without decisions (no embedding, no kNN). A yes is kept for the process's
+        life; a no is asked again on the next post, so a first decision counts at once."""
+        if tenant in self._decided:
+            return True
+        self.ensure()
+        resp = self.store.search(self.settings.decisions_index, q.any_decision_body(tenant))
+        if resp["hits"]["total"]["value"] > 0:
+            with self._lock:
+                self._decided.add(tenant)
+            return True
+        return False
 
     def vector(self, text: str) -> list[float]:
         """The post's embedding (see the module's docstring), kept for the next few calls."""

@@ -68,10 +68,15 @@ class LearnOptions:
     min_gain: float = MIN_GAIN
     reference: Path = REFERENCE_DATASET
     config: str = "hybrid-rerank"
+    #: where JAX trains: ``cpu``, or ``auto`` for the accelerator JAX finds (a GPU where the
+    #: CUDA build of jax is installed, the CPU otherwise); the device is recorded with the attempt
+    device: str = "cpu"
 
     def validated(self) -> LearnOptions:
         if not 1 <= self.epochs <= 20:
             raise BadInput("--epochs must be between 1 and 20")
+        if self.device not in ("cpu", "auto"):
+            raise BadInput(f"--device must be cpu or auto, got {self.device!r}")
         if not self.reference.joinpath("queries.jsonl").is_file():
             raise BadInput(f"--reference {self.reference}: no queries.jsonl there")
         return self
@@ -126,7 +131,8 @@ def learn_reranker(services: Any, tenant: str, options: LearnOptions = LearnOpti
                   "total": round(time.perf_counter() - t0, 1),
                   "cpu": round(time.process_time() - cpu0, 1)})
     services.champions.log_attempt(tenant, {k: report[k] for k in (
-        "at", "version", "promoted", "reason", "champion", "challenger", "groups", "seconds")})
+        "at", "version", "promoted", "reason", "champion", "challenger", "groups", "seconds",
+        "trained_on")})
     return report
 
 
@@ -158,7 +164,9 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
     seconds["data"] = round(time.perf_counter() - t, 1)
 
     t = time.perf_counter()
-    jax = load_jax()
+    jax = load_jax(None if options.device == "auto" else options.device)
+    device = jax.devices()[0]
+    trained_on = f"{device.platform.upper()} (JAX, {getattr(device, 'device_kind', device.platform)})"
     base = base_model_dir(settings)
     shape, weights = read_base_weights(base)
     first = shape.layers - TRAIN_LAYERS
@@ -208,7 +216,8 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
         "champion_version": record["version"] if record else "packaged",
         "groups": {"train": len(fit), "held_out": len(held), "replay": len(ref["train"]),
                    "dev": len(ref["dev"]), "trained": len(fit_groups)},
-        "options": {**asdict(options), "reference": str(options.reference)}, "seconds": seconds}
+        "options": {**asdict(options), "reference": str(options.reference)}, "seconds": seconds,
+        "trained_on": trained_on}
     if not verdict.promote:
         return report
 
@@ -219,7 +228,7 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
     deltas.update({k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params["lora"].items()})
     manifest = {**{k: v for k, v in packaged.manifest.items() if k not in (
                     "name", "scale", "rank", "weights", "whole", "int8_check", "history", "seconds")},
-                "int8": False, "trained_on": "CPU (JAX)", "created_at": now(),
+                "int8": False, "trained_on": trained_on, "created_at": now(),
                 "fine_tuned": {"tenant": tenant, "start": start, "layers": list(range(first, shape.layers)),
                                "groups": report["groups"], "options": report["options"],
                                "champion": champion, "challenger": challenger}}

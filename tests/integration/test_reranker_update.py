@@ -70,6 +70,7 @@ def test_the_gate_refuses_a_challenger_trained_on_flipped_labels(deployment, ref
     logged = services.champions.attempts(tenants["a"])[0]
     assert logged["promoted"] is False and logged["champion"] == report["champion"]
     assert logged["challenger"] == report["challenger"]
+    assert report["trained_on"].startswith("CPU (JAX") and logged["trained_on"] == report["trained_on"]
 
 
 def test_a_promoted_challenger_serves_its_tenant_alone_until_rolled_back(deployment, reference) -> None:

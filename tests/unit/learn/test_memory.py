@@ -129,7 +129,11 @@ class Reader:
     def __init__(self, posts, decisions, factchecks=None):
         self.posts, self.decs, self.fcs = posts, decisions, factchecks or {}
 
+    def has_decisions(self, tenant):
+        return any(t == tenant for t, _ in self.decs)
+
     def vector(self, text):
+        self.embedded = getattr(self, "embedded", 0) + 1
         return [float(len(text))]
 
     def neighbours(self, tenant, vector, k):
@@ -158,3 +162,10 @@ def test_the_step_below_the_threshold_changes_nothing():
     reader = Reader(posts=[("t", Neighbour("old", 0.90))], decisions=[("t", dec("d1", "old", "none"))])
     r = result("a")
     assert Memory(reader, min_similarity=0.95, neighbours=10).apply("t", {"id": "n", "text": "x"}, r) is r
+
+
+def test_a_tenant_without_decisions_costs_no_embedding_and_no_neighbour_search():
+    reader = Reader(posts=[("t", Neighbour("old", 0.99))], decisions=[("u", dec("d1", "old", "none"))])
+    r = result("a")
+    assert Memory(reader, min_similarity=0.95, neighbours=10).apply("t", {"id": "n", "text": "x"}, r) is r
+    assert getattr(reader, "embedded", 0) == 0

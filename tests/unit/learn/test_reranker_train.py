@@ -36,3 +36,14 @@ def test_serving_code_never_imports_the_trainer_the_lab_or_the_builder() -> None
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             offending += [f"{path.relative_to(root)}: {n}" for n in names if n.startswith(banned)]
     assert offending == []
+
+
+def test_the_device_is_cpu_or_the_accelerator_jax_finds() -> None:
+    import pytest
+
+    from plugin.errors import BadInput
+    from plugin.learn.reranker_train import LearnOptions
+
+    assert LearnOptions(device="auto").validated().device == "auto"
+    with pytest.raises(BadInput, match="--device must be cpu or auto"):
+        LearnOptions(device="gpu").validated()
