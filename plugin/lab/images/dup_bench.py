@@ -63,12 +63,13 @@ def false_matches(stored: Any, queries: Sequence[Any], max_distance: int) -> dic
             "images": n}
 
 
-def _hash_bytes(data: bytes, settings: Any) -> tuple[Any, tuple[str, ...], Any]:
+def _hash_bytes(data: bytes, settings: Any) -> tuple[Any, tuple[str, ...]]:
+    """The served path: decoded, then the image's own hash and its query hashes."""
     from plugin.image.decode import decode
-    from plugin.image.pdq import hash_image, query_hashes
+    from plugin.image.pdq import hashes
 
     img = decode(data, max_bytes=settings.image_max_bytes, max_pixels=settings.image_max_pixels).image
-    return hash_image(img), query_hashes(img, min_quality=settings.pdq_min_quality), img
+    return hashes(img, min_quality=settings.pdq_min_quality)
 
 
 def hash_originals(settings: Any, *, n_images: int, seed: int,
@@ -87,7 +88,7 @@ def hash_originals(settings: Any, *, n_images: int, seed: int,
     for i in range(n_images):
         size = SIZES[int(rng.integers(0, len(SIZES)))]
         data = encode(photo(seed * 1_000_003 + i, size))
-        pdq, queries, _ = _hash_bytes(data, settings)
+        pdq, queries = _hash_bytes(data, settings)
         if pdq.quality < settings.pdq_min_quality:
             dropped += 1
             continue
@@ -124,7 +125,7 @@ def edit_recall(originals: list[dict[str, Any]], settings: Any, *,
         for k, orig in enumerate(originals):
             edited = edit(Image.open(io.BytesIO(orig["bytes"])).convert("RGB"))
             data = encode(edited, quality=30) if name == "jpeg_q30" else encode(edited)
-            pdq, queries, _ = _hash_bytes(data, settings)
+            pdq, queries = _hash_bytes(data, settings)
             if not queries:
                 below += 1
                 continue
