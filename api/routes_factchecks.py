@@ -53,7 +53,10 @@ def _flag(name: str) -> bool:
        response=s.IngestReport, also={202: s.JobAccepted}, errors=(409, 502),
        description="Bodies up to the sync limits (FACTSIEVE_SYNC_INGEST_MAX_BYTES and _RECORDS) are "
                    "ingested in the request and answered with the per-record report (422 when no "
-                   "record was accepted); larger ones become a job. "
+                   "record was accepted); larger ones, and those with a record carrying an image "
+                   "(image_url, image_base64, a ClaimReview's image), become a job, whose worker "
+                   "fetches and reads the images (a record whose image cannot be read is "
+                   "rejected, naming why; image_path, a local file, is read by the CLI only). "
                    "The corpus is shared: every tenant matches against all of it, but a record whose "
                    "id another tenant ingested is rejected (only its owner or an admin key may "
                    "update it); the rest of the batch is ingested.")
@@ -65,7 +68,9 @@ def ingest_factchecks() -> Response:
     queue = run_async or len(data) > svc.settings.sync_ingest_max_bytes
     text = preflight.preflight(data, fmt, deep=queue)
     records = None if queue else list(parse_bytes(data, fmt, "body"))
-    if records is not None and len(records) > svc.settings.sync_ingest_max_records:
+    if records is not None and (len(records) > svc.settings.sync_ingest_max_records
+                                or any(preflight.has_image(r) for r in records)):
+        # too many records, or images to fetch and read: the workers' work
         preflight.check_any_valid(data, fmt)  # what a queued body passes first (a 422 now)
         queue, records = True, None
     if queue:

@@ -198,6 +198,9 @@ class FactCheckItem(BaseModel):
     rating: str | None = None
     lang: Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")] | None = None
     published_at: dt.date | None = None
+    image_url: Annotated[str, Field(pattern=r"^https?://[^/\s]", description=(
+        "the fact-check's image, fetched by the ingest job (a body with images is queued)"))] | None = None
+    image_base64: Annotated[str, Field(description="the fact-check's image itself, base64")] | None = None
 
 
 def _claimreview_type(schema: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ def cmd_ingest(args: argparse.Namespace, services: Services) -> int:
     try:
         report = services.ingest_factchecks(read_records(args.paths, fmt), batch_size=args.batch_size,
                                             progress=bar.update if bar else None,
-                                            writer=writer_of(args))
+                                            writer=writer_of(args), local_files=True)
     finally:
         if bar:
             bar.close()
@@ -99,7 +99,8 @@ def cmd_status(args: argparse.Namespace, services: Services) -> int:
 def register(sub: Any, add: Any) -> None:
     add("init", cmd_init, "install index templates and create the fact-check index behind its alias")
 
-    sp = add("ingest", cmd_ingest, "load fact-checks (JSON Lines, JSON, CSV, ClaimReview, MultiClaim)")
+    sp = add("ingest", cmd_ingest, "load fact-checks (JSON Lines, JSON, CSV, ClaimReview, MultiClaim); "
+             "their images too (image_base64, image_url, or image_path relative to the file)")
     sp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     sp.add_argument("--format", default="auto", help="auto|jsonl|json|csv|claimreview|multiclaim")
     sp.add_argument("--batch-size", type=int, default=None, help="embedding batch size")

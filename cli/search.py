@@ -44,7 +44,7 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
     settings = services.settings
     services.ensure_factcheck_index()
     files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl"]
-    report = services.ingest_factchecks(read_records(files, Format.jsonl))
+    report = services.ingest_factchecks(read_records(files, Format.jsonl), local_files=True)
     print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
           f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
     # the best configuration, reranking within a live request's budget (fused order, said in a

@@ -175,6 +175,13 @@ class FactCheck(BaseModel):
     claimant: str | None = None
     source: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    #: The fact-check's image, as the record gives it; never stored as given (ingest stores what
+    #: the image stage reads from it, ``plugin.ingest.images``): its bytes in base64, a local
+    #: file (the CLI's ``factsieve ingest`` only) or an http(s) URL, read in that order of
+    #: preference when a record gives several.
+    image_base64: str | None = Field(default=None, repr=False)
+    image_path: str | None = None
+    image_url: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -212,7 +219,7 @@ class FactCheck(BaseModel):
             raise ValueError(f"not a language code: {v!r}")
         return code
 
-    @field_validator("url", mode="before")
+    @field_validator("url", "image_url", mode="before")
     @classmethod
     def _url(cls, v: Any) -> str | None:
         if v is None or str(v).strip() == "":
@@ -232,6 +239,10 @@ class FactCheck(BaseModel):
             self.verdict = normalise_rating(self.rating)
         self.id = stable_id(self.id, self.url, self.claim, self.lang)
         return self
+
+    @property
+    def has_image(self) -> bool:
+        return bool(self.image_base64 or self.image_path or self.image_url)
 
     def to_source(self) -> dict[str, Any]:
         """The document body stored in OpenSearch (``STORED_FIELDS``, without the embedding)."""

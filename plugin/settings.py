@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
@@ -282,6 +282,11 @@ class Settings(BaseSettings):
     image_max_pixels: int = Field(default=40_000_000, ge=10_000)
     #: Fetching an ``image_url`` (through the guarded outbound client): the whole fetch's deadline.
     image_fetch_timeout_s: float = Field(default=10.0, gt=0)
+    #: Origins (``scheme://host:port``, comma-separated, as ``webhook_allowed_hosts``) an
+    #: ``image_url`` may be fetched from although they resolve to loopback, private or link-local
+    #: addresses (an image server inside the newsroom's network). FactSieve's own OpenSearch,
+    #: Redis and LLM endpoints are refused whatever this says.
+    image_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
     #: A stored PDQ hash within this many bits of the post's is the same image (Meta's default
     #: 31); hashes of quality below ``pdq_min_quality`` are neither stored nor queried (flat
     #: images hash alike).
@@ -293,22 +298,23 @@ class Settings(BaseSettings):
     #: together). Measured shares: docs/images.md.
     image_text_heavy_share: float = Field(default=0.08, ge=0.0, le=1.0)
 
-    @field_validator("webhook_allowed_hosts", "ocr_languages", mode="before")
+    @field_validator("webhook_allowed_hosts", "image_allowed_hosts", "ocr_languages", mode="before")
     @classmethod
     def _split_hosts(cls, v: object) -> object:
         if isinstance(v, str):
             return tuple(h.strip() for h in v.split(",") if h.strip())
         return v
 
-    @field_validator("webhook_allowed_hosts")
+    @field_validator("webhook_allowed_hosts", "image_allowed_hosts")
     @classmethod
-    def _origins(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+    def _origins(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         # checked here so that a bare host fails at start-up, saying how to write it
         from plugin.errors import BadInput
-        from plugin.service.outbound import parse_origin
+        from plugin.service.outbound import IMAGE, WEBHOOK, parse_origin
 
+        purpose = IMAGE if info.field_name == "image_allowed_hosts" else WEBHOOK
         try:
-            return tuple(dict.fromkeys(str(parse_origin(entry)) for entry in v))
+            return tuple(dict.fromkeys(str(parse_origin(entry, purpose)) for entry in v))
         except BadInput as exc:
             raise ValueError(exc.detail) from None
 

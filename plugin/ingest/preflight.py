@@ -9,7 +9,7 @@ and the raw bytes, and every refusal is a ``plugin.errors`` error (400, 415 or 4
 from __future__ import annotations
 
 from plugin.errors import BadInput, InvalidRequest, UnsupportedContentType
-from plugin.ingest.formats import Format, parse_bytes
+from plugin.ingest.formats import Format, RawRecord, parse_bytes
 from plugin.ingest.formats.base import loads
 from plugin.ingest.pipeline import IngestReport, to_factcheck
 
@@ -98,6 +98,12 @@ def _nothing_accepted(report: IngestReport, fmt: Format, verb: str) -> InvalidRe
     return InvalidRequest(f"no fact-check in the body {verb} ({report.rejected} rejected)",
                           errors=[{"field": r["record"], "message": r["reason"], "type": "record"}
                                   for r in report.rejects])
+
+
+def has_image(raw: RawRecord) -> bool:
+    """Whether a record gives an image the ingest must fetch or read (``image_url``,
+    ``image_base64``): the API queues such a body, so that workers do that work."""
+    return bool(raw.data and (raw.data.get("image_url") or raw.data.get("image_base64")))
 
 
 def check_any_valid(data: bytes, fmt: Format) -> None:

@@ -1,54 +1,53 @@
-"""Outbound HTTP to receivers we do not trust (webhooks): which addresses may be reached, and
-one POST to exactly the address that was checked, under one deadline, reading a bounded answer.
+"""Outbound HTTP to servers we do not trust (webhook receivers, the hosts of image URLs):
+which addresses may be reached, then one request to exactly the address that was checked.
 
-Pure address rules first (``is_public_address``, ``parse_origin``, ``check_target``), then the
-transport
-``post`` on ``http.client``, which never decompresses and takes a socket we connected
-ourselves: the Host header, the TLS server name and the certificate check use the URL's host
-while the connection goes to the checked IP, so a name with a zero TTL cannot pass the check
-with one address and connect to another.
+Pure address rules (``is_public_address``, ``parse_origin``, ``check_target``; a ``Purpose``
+says how their messages name what is checked), then webhooks' ``post`` on the shared
+transport (``plugin.service.transport.request``: one deadline, a bounded answer, the checked
+address connected to while the URL's host is the Host header, TLS name and certificate's).
 """
 from __future__ import annotations
 
 
-import functools
-import http.client
-import io
 import ipaddress
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import SplitResult, quote, urlsplit
 
-from plugin.errors import BackendError, BadInput
+from plugin.errors import BadInput
+from plugin.service.transport import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
+                                      Deadline, DeliveryError, Reply, default_tls_context, request)
 
 log = logging.getLogger(__name__)
 
-#: At most this much of a receiver's response body is read: the status code is all a delivery
-#: needs, and a receiver must not be able to fill a worker's memory.
-MAX_RESPONSE_BYTES = 64 * 1024
-#: The status line and headers together may not exceed this (http.client alone would allow
-#: 100 header lines of 64 KiB each).
-MAX_RESPONSE_HEAD_BYTES = 64 * 1024
+
+@dataclass(frozen=True)
+class Purpose:
+    """What a checked URL is for, as messages and logs name it: a webhook receiver (``WEBHOOK``,
+    the default everywhere) or an image to fetch (``IMAGE``). The rules are the same."""
+
+    what: str = "webhook"
+    url: str = "webhook URL"
+    setting: str = "FACTSIEVE_WEBHOOK_ALLOWED_HOSTS"
+    per: str = "one per receiver"
+    allow_to: str = "to send there"
+    refused: str = "webhooks may not be sent there"
+    credentials: str = "; the signature authenticates deliveries"
+
+
+WEBHOOK = Purpose()
+IMAGE = Purpose("image", "image_url", "FACTSIEVE_IMAGE_ALLOWED_HOSTS", "one per image server",
+                "to fetch from there", "images are not fetched from there", "")
 
 
 class Unresolvable(BadInput):
-    """The webhook host does not resolve. A ``BadInput`` when a subscription is created; during
-    a delivery it is a failed attempt that is retried, since DNS outages pass."""
-
-
-class DeliveryError(BackendError):
-    """A receiver could not be reached in time or answered outside HTTP. Never leaves the
-    store: ``WebhookStore.attempt`` records it as a failed attempt with this message."""
-
-    title = "Webhook delivery failed"
-
+    """The webhook (or image) host does not resolve. A ``BadInput`` when a subscription is
+    created; during a delivery it is a failed attempt that is retried, since DNS outages pass."""
 
 
 #: IPv6 prefixes whose last 32 bits are an IPv4 address the packet is translated to: the
@@ -97,12 +96,12 @@ def is_public_address(address: str) -> bool:
     return all(_globally_routable(v4) for v4 in inner)
 
 
-def resolve_host(host: str) -> list[str]:
+def resolve_host(host: str, purpose: Purpose = WEBHOOK) -> list[str]:
     """The host's addresses in ``getaddrinfo``'s order (the system's preference), deduplicated."""
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise Unresolvable(f"webhook host {host!r} does not resolve: {exc}") from None
+        raise Unresolvable(f"{purpose.what} host {host!r} does not resolve: {exc}") from None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
@@ -112,14 +111,15 @@ def resolve_host(host: str) -> list[str]:
 _LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="factsieve-dns")
 
 
-def resolve_within(resolve: Callable[[str], list[str]], host: str, timeout_s: float) -> list[str]:
+def resolve_within(resolve: Callable[[str], list[str]], host: str, timeout_s: float,
+                   purpose: Purpose = WEBHOOK) -> list[str]:
     """``resolve(host)``, or ``Unresolvable`` once ``timeout_s`` has passed: the lookup is part
     of a delivery attempt's deadline."""
     future = _LOOKUPS.submit(resolve, host)
     try:
         return future.result(timeout=max(timeout_s, 0.0))
     except FutureTimeout:
-        raise Unresolvable(f"webhook host {host!r} did not resolve within {timeout_s:g} s") from None
+        raise Unresolvable(f"{purpose.what} host {host!r} did not resolve within {timeout_s:g} s") from None
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class Target:
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _port(parts: SplitResult, url: str) -> int | None:
+def _port(parts: SplitResult, url: str, purpose: Purpose) -> int | None:
     """The URL's explicit port, or None. Only ASCII digits from 1 to 65535: port 0 is not "the
     default" (``port or 80`` sent it there), and ``urlsplit`` accepted ``+80`` or `` 80`` before
     Python 3.11.4, so the text is judged here rather than by whichever Python runs."""
@@ -156,31 +156,32 @@ def _port(parts: SplitResult, url: str) -> int | None:
     if raw == "":
         return None  # "host:" is the default port (RFC 3986, section 3.2.3)
     if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= 65535:
-        raise BadInput(f"webhook URL {url!r} has port {raw!r}; a port is a number from 1 to 65535")
+        raise BadInput(f"{purpose.url} {url!r} has port {raw!r}; a port is a number from 1 to 65535")
     return int(raw)
 
 
-def _parse(url: str) -> tuple[str, str, int, str]:
-    """``(scheme, host, port, path)`` of a webhook URL, or ``BadInput`` saying what is wrong."""
+def _parse(url: str, purpose: Purpose = WEBHOOK) -> tuple[str, str, int, str]:
+    """``(scheme, host, port, path)`` of a webhook URL (or image_url), or ``BadInput`` saying
+    what is wrong."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - urlsplit's own checks (brackets, range) on the netloc
     except ValueError as exc:
-        raise BadInput(f"webhook URL {url!r} is malformed: {exc}") from None
+        raise BadInput(f"{purpose.url} {url!r} is malformed: {exc}") from None
     if parts.scheme not in DEFAULT_PORTS:
-        raise BadInput(f"webhook URL {url!r} must be http or https")
+        raise BadInput(f"{purpose.url} {url!r} must be http or https")
     if not parts.hostname:
-        raise BadInput(f"webhook URL {url!r} has no host")
+        raise BadInput(f"{purpose.url} {url!r} has no host")
     if parts.username is not None or parts.password is not None:
-        raise BadInput(f"webhook URL for host {parts.hostname!r} must not carry credentials; "
-                       "the signature authenticates deliveries")
-    port = _port(parts, url)
+        raise BadInput(f"{purpose.url} for host {parts.hostname!r} must not carry credentials"
+                       f"{purpose.credentials}")
+    port = _port(parts, url, purpose)
     host = parts.hostname.lower().rstrip(".")
     if not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError as exc:
-            raise BadInput(f"webhook URL {url!r} has a malformed host: {exc}") from None
+            raise BadInput(f"{purpose.url} {url!r} has a malformed host: {exc}") from None
     # what requests did: keep reserved characters and existing escapes, encode the rest
     path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
     if parts.query:
@@ -203,12 +204,12 @@ class Origin:
         return f"{self.scheme}://{host}:{self.port}"
 
 
-def origin_of(url: str) -> Origin:
-    scheme, host, port, _ = _parse(url)
+def origin_of(url: str, purpose: Purpose = WEBHOOK) -> Origin:
+    scheme, host, port, _ = _parse(url, purpose)
     return Origin(scheme, host, port)
 
 
-def parse_origin(entry: str | Origin) -> Origin:
+def parse_origin(entry: str | Origin, purpose: Purpose = WEBHOOK) -> Origin:
     """An entry of ``FACTSIEVE_WEBHOOK_ALLOWED_HOSTS``: ``scheme://host[:port]`` (the port
     defaults to the scheme's), else ``BadInput`` saying how to write it. A bare host once
     allowed every port and path on it; it is refused, not widened to an origin by guessing."""
@@ -218,22 +219,21 @@ def parse_origin(entry: str | Origin) -> Origin:
     if "://" not in text:
         host = text or "hooks.internal"
         example = f"http://{host}" if host.count(":") == 1 else f"http://{host}:8080"
-        raise BadInput(f"webhook allow-list entry {entry!r} is not an origin: write "
-                       f"scheme://host:port, e.g. {example}, one per receiver "
-                       "(FACTSIEVE_WEBHOOK_ALLOWED_HOSTS)")
+        raise BadInput(f"{purpose.what} allow-list entry {entry!r} is not an origin: write "
+                       f"scheme://host:port, e.g. {example}, {purpose.per} ({purpose.setting})")
     try:
-        origin = origin_of(text)
+        origin = origin_of(text, purpose)
     except BadInput as exc:
-        raise BadInput(f"webhook allow-list entry {entry!r}: {exc.detail}") from None
+        raise BadInput(f"{purpose.what} allow-list entry {entry!r}: {exc.detail}") from None
     parts = urlsplit(text)
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise BadInput(f"webhook allow-list entry {entry!r} has a path or query; an entry is "
+        raise BadInput(f"{purpose.what} allow-list entry {entry!r} has a path or query; an entry is "
                        f"only scheme://host:port ({origin})")
     return origin
 
 
-def parse_origins(entries: Iterable[str | Origin]) -> frozenset[Origin]:
-    return frozenset(parse_origin(e) for e in entries)
+def parse_origins(entries: Iterable[str | Origin], purpose: Purpose = WEBHOOK) -> frozenset[Origin]:
+    return frozenset(parse_origin(e, purpose) for e in entries)
 
 
 @dataclass(frozen=True)
@@ -311,7 +311,7 @@ def reached_backend(addresses: Iterable[str], port: int, backends: Iterable[Back
 
 def check_target(url: str, allowed: Iterable[str | Origin] = (),
                  resolve: Callable[[str], list[str]] = resolve_host,
-                 backends: Iterable[Backend] = ()) -> Target:
+                 backends: Iterable[Backend] = (), purpose: Purpose = WEBHOOK) -> Target:
     """Check ``url`` and resolve its host once: the ``Target`` to connect to, else ``BadInput``
     saying why (``Unresolvable`` if the host does not resolve). An allowed origin (scheme, host
     and port exactly) is resolved but its addresses are not judged; an IP literal is not
@@ -320,25 +320,26 @@ def check_target(url: str, allowed: Iterable[str | Origin] = (),
     Messages name the URL, never the addresses a name resolved to: they reach the client, and
     the answer to "what does this internal name resolve to" is not the client's to have (the
     server log has them)."""
-    scheme, host, port, path = _parse(url)
+    scheme, host, port, path = _parse(url, purpose)
     origin = Origin(scheme, host, port)
     addresses = _addresses(host, resolve)
     if not addresses:
-        raise Unresolvable(f"webhook host {host!r} does not resolve to any address")
-    if origin not in parse_origins(allowed):
+        raise Unresolvable(f"{purpose.what} host {host!r} does not resolve to any address")
+    if origin not in parse_origins(allowed, purpose):
         inside = [a for a in addresses if not is_public_address(a)]
         if inside:
-            log.warning("webhook target %s refused: %s resolves to %s, not public",
-                        origin, host, ", ".join(inside))
-            raise BadInput(f"webhook URL {url!r} reaches a loopback, private or link-local "
+            log.warning("%s target %s refused: %s resolves to %s, not public",
+                        purpose.what, origin, host, ", ".join(inside))
+            raise BadInput(f"{purpose.url} {url!r} reaches a loopback, private or link-local "
                            f"address; allow its origin {origin} in "
-                           "FACTSIEVE_WEBHOOK_ALLOWED_HOSTS to send there")
+                           f"{purpose.setting} {purpose.allow_to}")
     backend = reached_backend(addresses, port, backends, resolve)
     if backend is not None:
-        log.warning("webhook target %s refused: %s resolves to %s, FactSieve's %s (%s:%s)",
-                    origin, host, ", ".join(addresses), backend.what, backend.host, backend.port)
-        raise BadInput(f"webhook URL {url!r} reaches one of FactSieve's own services "
-                       "(OpenSearch, Redis, the LLM server); webhooks may not be sent there")
+        log.warning("%s target %s refused: %s resolves to %s, FactSieve's %s (%s:%s)",
+                    purpose.what, origin, host, ", ".join(addresses), backend.what, backend.host,
+                    backend.port)
+        raise BadInput(f"{purpose.url} {url!r} reaches one of FactSieve's own services "
+                       f"(OpenSearch, Redis, the LLM server); {purpose.refused}")
     return Target(scheme, host, port, path, tuple(addresses))
 
 
@@ -357,161 +358,9 @@ def check_url(url: str, allowed: Iterable[str | Origin] = (),
     return url
 
 
-# -- the transport: one POST to a checked address, under one deadline -------------------------
-@dataclass(frozen=True)
-class Reply:
-    """What a receiver answered: its status and at most ``MAX_RESPONSE_BYTES`` of its body, as
-    sent (never decompressed); ``complete`` is False when we stopped before the body's end."""
-
-    status: int
-    body: bytes
-    complete: bool
-
-
-class Deadline:
-    """One point in time for a whole attempt, so that a receiver dripping a byte just inside
-    each read timeout cannot stretch it: every blocking step gets only the time left."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        remaining = self.end - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("deadline reached")
-        return remaining
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The socket as http.client reads it: every ``recv`` bounded by the deadline, and at most
-    ``budget`` bytes while ``budget`` is set (the status line and headers)."""
-
-    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
-        super().__init__()
-        self.sock, self.deadline = sock, deadline
-        self.budget: int | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        if self.budget is not None:
-            if self.budget <= 0:
-                raise DeliveryError(f"ProtocolError: the response's status line and headers "
-                                    f"exceed {MAX_RESPONSE_HEAD_BYTES} bytes")
-            view = view[:self.budget]
-        self.sock.settimeout(self.deadline.left())
-        n = self.sock.recv_into(view)
-        if self.budget is not None:
-            self.budget -= n
-        return n
-
-
-class _DeadlineSocket:
-    """What ``http.client.HTTPConnection`` gets as its socket: sends and reads bounded by the
-    deadline. Closing it is a no-op: ``post`` owns the real socket and closes it when done (the
-    connection closes its socket before the body is read on ``Connection: close``)."""
-
-    def __init__(self, sock: socket.socket, deadline: Deadline) -> None:
-        self.sock, self.deadline = sock, deadline
-        self.reader = _DeadlineReader(sock, deadline)
-
-    def sendall(self, data: bytes) -> None:
-        self.sock.settimeout(self.deadline.left())  # sendall's timeout bounds the whole send
-        self.sock.sendall(data)
-
-    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(self.reader)
-
-    def close(self) -> None:
-        pass
-
-
-@functools.lru_cache(maxsize=1)
-def default_tls_context() -> ssl.SSLContext:
-    """Certificates checked against certifi's CAs (what ``requests`` used before), hostname
-    included."""
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-def _connect(address: str, port: int, deadline: Deadline) -> socket.socket:
-    """A TCP connection to ``address`` itself: numeric only, so nothing is resolved again."""
-    family, kind, proto, _, sockaddr = socket.getaddrinfo(
-        address, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(deadline.left())
-        sock.connect(sockaddr)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
 def post(target: Target, body: bytes, headers: Mapping[str, str], *, deadline_s: float,
          tls: ssl.SSLContext | None = None, max_body: int = MAX_RESPONSE_BYTES) -> Reply:
-    """POST ``body`` to ``target``'s checked addresses (the first that accepts a connection) and
-    read the answer, all within ``deadline_s``; ``DeliveryError`` says what went wrong.
-
-    http.client rather than requests: it never decompresses, and handing it a connected socket
-    is public API (``conn.sock``), where pinning the address in urllib3 means subclassing its
-    pools. TLS verifies the certificate against ``target.host`` (also the SNI name)."""
-    deadline = Deadline(deadline_s)
-    phase = "connecting"
-    sock: socket.socket | None = None
-    conn: http.client.HTTPConnection | None = None
-    try:
-        failures = []
-        for address in target.addresses:
-            try:
-                sock = _connect(address, target.port, deadline)
-                break
-            except TimeoutError:
-                raise
-            except OSError as exc:
-                failures.append((address, str(exc)))
-        if sock is None:
-            # the log (readable by the subscriber) names the reasons, never the addresses
-            log.info("webhook to %s port %s: no connection (%s)", target.host, target.port,
-                     "; ".join(f"{a}: {why}" for a, why in failures))
-            reasons = "; ".join(dict.fromkeys(why for _, why in failures))
-            raise DeliveryError(f"ConnectionError: cannot connect to {target.host} port "
-                                f"{target.port} ({reasons})")
-        if target.scheme == "https":
-            phase = "in the TLS handshake"
-            sock.settimeout(deadline.left())  # do_handshake's timeout bounds the whole handshake
-            sock = (tls or default_tls_context()).wrap_socket(sock, server_hostname=target.host)
-        wrapped = _DeadlineSocket(sock, deadline)
-        conn = http.client.HTTPConnection(target.host, target.port)
-        conn.sock = wrapped  # type: ignore[assignment]  # connected: http.client won't connect
-        phase = "sending the request"
-        conn.request("POST", target.path, body=body,
-                     headers={"Host": target.host_header, **headers})
-        phase = "waiting for the response"
-        wrapped.reader.budget = MAX_RESPONSE_HEAD_BYTES
-        resp = conn.getresponse()
-        wrapped.reader.budget = None
-        phase = f"reading the body of an HTTP {resp.status} response"
-        data = resp.read(max_body)
-        return Reply(resp.status, data, resp.isclosed())
-    except DeliveryError:
-        raise
-    except TimeoutError:
-        raise DeliveryError(f"Timeout: no complete answer within the {deadline_s:g} s deadline "
-                            f"({phase})") from None
-    except ssl.SSLError as exc:
-        raise DeliveryError(f"SSLError: {exc} ({phase})"[:500]) from None
-    except (http.client.HTTPException, ValueError) as exc:
-        raise DeliveryError(f"ProtocolError: {type(exc).__name__}: {exc} ({phase})"[:500]) from None
-    except OSError as exc:
-        raise DeliveryError(f"ConnectionError: {type(exc).__name__}: {exc} ({phase})"[:500]) from None
-    finally:
-        if conn is not None:
-            conn.close()  # the response's buffers; the wrapped socket's close is a no-op
-        if sock is not None:
-            sock.close()
+    """A webhook delivery: POST ``body`` to ``target``'s checked addresses and read at most
+    ``max_body`` of the answer, all within ``deadline_s`` (``transport.request``);
+    ``DeliveryError`` says what went wrong."""
+    return request("POST", target, body, headers, deadline_s=deadline_s, tls=tls, max_body=max_body)

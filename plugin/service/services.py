@@ -364,16 +364,20 @@ class Services:
         return not ours
 
     def ingest_factchecks(self, records: Any, *, batch_size: int | None = None,
-                          progress: Any = None, writer: Writer = Writer()) -> Any:
+                          progress: Any = None, writer: Writer = Writer(),
+                          local_files: bool = False) -> Any:
         """Fact-check records into the alias as ``writer`` (``plugin.owners``: another tenant's
-        ids are rejected), with vectors computed where ``ingest_embeds_here`` says (the CLI, the
-        API and the ingest job all come here)."""
+        ids are rejected), with vectors computed where ``ingest_embeds_here`` says, and their
+        images read (``local_files``: an ``image_path`` too, for the CLI only). The CLI, the
+        API and the ingest job all come here."""
         from plugin.ingest import ingest
+        from plugin.ingest.images import image_step
 
         self.ensure_factcheck_index()
         return ingest(records, store=self.store, embedder=self.embedder, index=self.settings.index,
                       batch_size=batch_size or self.settings.embedding_batch_size,
-                      progress=progress, embed_here=self.ingest_embeds_here(), writer=writer)
+                      progress=progress, embed_here=self.ingest_embeds_here(), writer=writer,
+                      images=image_step(self.settings, local_files=local_files))
 
     def delete_factcheck(self, doc_id: str, writer: Writer) -> None:
         """Delete one fact-check: its owner's or an admin's to delete (``owners.check_delete``),

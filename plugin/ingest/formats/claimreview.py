@@ -1,6 +1,10 @@
 """schema.org ClaimReview (JSON-LD: a single node, a list, ``@graph``) and Google Fact Check
 Tools ``claims:search`` responses, which carry the same facts under other names.
 
+A review's image is the image its claim appeared in (``itemReviewed.appearance`` as an
+ImageObject, or an appearance's ``image``), else the review's own ``image``: a URL string or an
+ImageObject (``contentUrl``, else ``url``); ingest fetches it (``plugin.ingest.images``).
+
 JSON-LD is read as plain JSON, not expanded: ``@type`` is matched on its local name
 ("ClaimReview", "schema:ClaimReview" or the full IRI) and ``{"@id": ...}`` references are
 followed within the same document only.
@@ -113,6 +117,21 @@ def _name(value: Any, index: dict[str, dict[str, Any]]) -> str | None:
     return _text(value)
 
 
+def _image_url(value: Any, index: dict[str, dict[str, Any]]) -> str | None:
+    """An image's URL: a string, an ImageObject (``contentUrl``, else ``url``), or the first of a
+    list that has one."""
+    if isinstance(value, list):
+        for item in value:
+            url = _image_url(item, index)
+            if url:
+                return url
+        return None
+    value = _deref(value, index)
+    if isinstance(value, dict):
+        return _text(value.get("contentUrl")) or _text(value.get("url"))
+    return _text(value)
+
+
 def _language(value: Any) -> tuple[str | None, str | None]:
     """``(code, unmapped)`` from ``inLanguage``: a code, a language name, or a Language node."""
     if isinstance(value, list):
@@ -148,7 +167,7 @@ def _claimreview_data(node: dict[str, Any], index: dict[str, dict[str, Any]]) ->
     else:
         rating = _text(review)
     item = _first(node.get("itemReviewed"), index)
-    claimant = None
+    claimant = image_url = None
     if isinstance(item, dict):
         claimant = _name(item.get("author"), index)
         if _text(item.get("datePublished")):
@@ -161,6 +180,9 @@ def _claimreview_data(node: dict[str, Any], index: dict[str, dict[str, Any]]) ->
                        else _text(app))
                 if url and url not in appearances:
                     appearances.append(url)
+                if isinstance(app, dict) and image_url is None:  # the image the claim came in
+                    image_url = (_image_url(app, index) if "ImageObject" in _local_types(app)
+                                 else _image_url(app.get("image"), index))
         if appearances:
             extra["appearances"] = appearances
     lang, unmapped = _language(node.get("inLanguage"))
@@ -177,6 +199,8 @@ def _claimreview_data(node: dict[str, Any], index: dict[str, dict[str, Any]]) ->
         "lang": lang,
         "published_at": _text(node.get("datePublished")),
         "claimant": claimant,
+        # the claim's own image (an appearance's) before the review's illustration
+        "image_url": image_url or _image_url(node.get("image"), index),
         "extra": extra or None,
     }
     return {k: v for k, v in data.items() if v is not None}

@@ -198,14 +198,24 @@ def _file_source(path: Path, fmt: Format) -> tuple[Source, Format]:
     return Source(path.name, lambda newline: path.open(encoding="utf-8-sig", newline=newline)), fmt
 
 
+def _image_path_from(folder: Path, record: RawRecord) -> RawRecord:
+    """The record with a relative ``image_path`` made relative to the folder of the file that
+    names it (where a feed keeps its images), not to the working directory."""
+    path = (record.data or {}).get("image_path")
+    if not isinstance(path, str) or not path.strip() or Path(path.strip()).expanduser().is_absolute():
+        return record
+    return RawRecord(record.ref, {**record.data, "image_path": str(folder / path.strip())}, record.error)
+
+
 def read_records(paths: Iterable[Path | str] | Path | str,
                  fmt: Format | str = Format.auto) -> Iterator[RawRecord]:
     """Records from files (or MultiClaim directories), one file after the other.
 
     ``auto`` follows ``choose_format`` with the file's name. A file that cannot be read at all
     (missing, not UTF-8, not a format we can tell, broken JSON document) becomes one error record
-    whose ``ref`` is the path as given; the other files are still read. Raises ``BadInput`` only
-    for an unknown format name.
+    whose ``ref`` is the path as given; the other files are still read. A relative
+    ``image_path`` is read from the record's file's folder. Raises ``BadInput`` only for an
+    unknown format name.
     """
     fmt = Format.parse(fmt)
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -213,7 +223,9 @@ def read_records(paths: Iterable[Path | str] | Path | str,
     def gen() -> Iterator[RawRecord]:
         for item in items:
             try:
-                yield from _records(*_file_source(Path(item), fmt))
+                folder = Path(item) if Path(item).is_dir() else Path(item).parent
+                for record in _records(*_file_source(Path(item), fmt)):
+                    yield _image_path_from(folder, record)
             except Unreadable as err:
                 yield RawRecord(str(item), None, str(err))
             except OSError as err:

@@ -15,6 +15,11 @@ from plugin.ingest.formats.base import RawRecord, Unreadable, guarded, map_field
 #: row of it would become a dict that wide.
 MAX_COLUMNS = 1000
 
+#: The longest cell read: an ``image_base64`` cell holds a whole image (the default
+#: ``FACTSIEVE_IMAGE_MAX_BYTES`` in base64 is under 11 MiB), where the csv module stops at 128 KiB.
+#: The module's limit is process-wide; it is only ever raised to this.
+MAX_CELL_CHARS = 16 * 1024 * 1024
+
 #: CSV handles quoted line breaks itself, so its stream must not translate newlines.
 NEWLINE = ""
 
@@ -28,6 +33,7 @@ def rows(stream: Iterable[str], required: frozenset[str] = frozenset()) -> Itera
     guess at which column went missing. A bad header (or one lacking a ``required`` column,
     compared lower-cased) makes the whole input unreadable.
     """
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_CELL_CHARS))
     reader = csv.reader(stream)
     try:
         header = next(reader)
