@@ -80,12 +80,18 @@ def read_images(queries: list[dict[str, Any]], template: str, settings: Any, *, 
     return out
 
 
-def summarise_readings(readings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def summarise_readings(readings: dict[str, dict[str, Any]],
+                       langs: dict[str, str | None] | None = None) -> dict[str, Any]:
     """CER (mean, median, 90th percentile), the image stage's time per image (decode, hash, OCR;
-    matching is each mode's ``match_ms``), empty readings and kept passes."""
+    matching is each mode's ``match_ms``), empty readings and kept passes; with ``langs`` (query
+    id → the post's language), the mean CER per language too."""
     read = [r for r in readings.values() if "skipped" not in r]
     cers = [r["cer"] for r in read]
     analyse_ms = [r["analyse_ms"] for r in read]
+    by_lang: dict[str, list[float]] = {}
+    for qid, r in readings.items():
+        if "skipped" not in r and langs is not None:
+            by_lang.setdefault(str(langs.get(qid)), []).append(r["cer"])
     return {"images": len(read), "skipped": len(readings) - len(read),
             "empty": sum(1 for r in read if not r["text"].strip()),
             "cer": None if not cers else {"mean": round(statistics.fmean(cers), 4),
@@ -93,7 +99,8 @@ def summarise_readings(readings: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                           "p90": round(percentile(cers, 0.9), 4)},
             "analyse_ms": {"p50": percentile(analyse_ms, 0.5), "p95": percentile(analyse_ms, 0.95)},
             "pass": dict(Counter(r["pass"] for r in read)),
-            "langs_read": dict(Counter(str(r["lang"]) for r in read))}
+            "langs_read": dict(Counter(str(r["lang"]) for r in read)),
+            "cer_per_lang": {lang: round(statistics.fmean(c), 4) for lang, c in sorted(by_lang.items())}}
 
 
 def image_queries(queries: Iterable[dict[str, Any]], readings: dict[str, dict[str, Any]], *,
@@ -166,7 +173,7 @@ def image_posts(store: Any, embedder: Any, settings: Any, dataset: Any, config: 
         readings = read_images(chosen, template, settings, work_dir=work_dir / dataset.name,
                                unknown_lang=unknown_lang, fresh=fresh, reader=reader, log=log)
         posts = image_queries(chosen, readings, unknown_lang=unknown_lang)
-        entry = summarise_readings(readings)
+        entry = summarise_readings(readings, {str(q["id"]): q.get("lang") for q in chosen})
         entry["modes"] = {mname: _shown(run_config(matcher, config, posts, qrels, mode=m), text_map5[mname])
                           for mname, m, qrels in modes}
         out["templates"][template] = entry

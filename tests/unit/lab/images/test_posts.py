@@ -27,3 +27,9 @@ def test_readings_summary():
 def test_a_cached_reading_is_redone_when_the_text_or_template_changes():
     assert reading_key("a", "light") == reading_key("a", "light")
     assert len({reading_key("a", "light"), reading_key("b", "light"), reading_key("a", "dark")}) == 3
+
+
+def test_cer_per_post_language():
+    s = summarise_readings(READINGS, {"1": "en", "2": "es", "3": "ko"})
+    assert s["cer_per_lang"] == {"en": 0.1, "es": 1.0}
+    assert summarise_readings(READINGS)["cer_per_lang"] == {}
