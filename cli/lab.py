@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import DEFAULT_AVERITEC, DEFAULT_DATASET, add_fusion_flag
-from cli.measure import cmd_bench, cmd_calibrate, cmd_evaluate, cmd_lookup_threshold, cmd_tune
+from cli.measure import (cmd_bench, cmd_calibrate, cmd_evaluate, cmd_image_dup_bench, cmd_image_posts,
+                         cmd_lookup_threshold, cmd_tune)
 from cli.train import (cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora, cmd_reranker_lora_import,
                        cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack, cmd_reranker_prior,
                        cmd_train_query_encoder)
@@ -57,6 +58,32 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--records", type=Path, default=DEFAULT_RECORDS, metavar="FILE",
                     help="the records file --record writes (default: records/retrieval.json in the current directory)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
+
+    sp = add("image-posts", cmd_image_posts,
+             "a dataset's posts rendered as images (tweet cards, memes), read by the image stage and "
+             "matched by their OCR text beside the text-only run: CER, MAP@5, S@1, S@10 per template")
+    sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...]: only these query splits (CLEF-2020: dev,test)")
+    sp.add_argument("--templates", default="light,dark,meme", help="light, dark, meme (comma-separated)")
+    sp.add_argument("--config", default="hybrid-rerank", metavar="NAME", help="one retrieval configuration")
+    sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
+    sp.add_argument("--mode", help="mono|cross|auto|both (default as `evaluate`)")
+    sp.add_argument("--unknown-lang", action="store_true",
+                    help="read and match the images without their language (script routing)")
+    sp.add_argument("--limit", metavar="N", help="only the first N scored queries")
+    sp.add_argument("--work-dir", type=Path, metavar="DIR",
+                    help="renderings and cached readings (default .cache/lab/image-posts)")
+    sp.add_argument("--fresh", action="store_true", help="read every image again (ignore cached readings)")
+
+    sp = add("image-dup-bench", cmd_image_dup_bench,
+             "near-duplicate images: recall per edit at the served PDQ distance, false matches over "
+             "every pair of different images, same-image query latency through OpenSearch")
+    sp.add_argument("--images", default="1000", metavar="N", help="synthetic photo-like originals")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--stored", metavar="N[,N...]",
+                    help="stored-hash counts for the latency run, e.g. 10000,100000 (a throwaway index; "
+                         "the originals plus random hashes); without it no OpenSearch is used")
+    sp.add_argument("--queries", default="200", metavar="N", help="same-image queries per stored count")
 
     sp = add("tune", cmd_tune, "one configuration parameter over a grid, cross-validated on a dataset's queries")
     sp.add_argument("--dataset", type=Path, help=f"dataset folder (default {DEFAULT_DATASET} when present)")

@@ -128,3 +128,49 @@ def cmd_lookup_threshold(args: argparse.Namespace, services: Services) -> int:
                  fixture_claims=args.fixture_claim,
                  log=lambda message: print(message, file=sys.stderr, flush=True)))
     return 0
+
+
+def cmd_image_posts(args: argparse.Namespace, services: Services) -> int:
+    from pathlib import Path
+
+    from plugin.lab.datasets import load_dataset
+    from plugin.lab.images.posts import image_posts
+    from plugin.lab.images.render import TEMPLATES
+    from plugin.search.rerank import load_rerankers
+
+    settings = services.settings
+    dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
+    configs = select_configs(args.configs_file, args.config)
+    if len(configs) != 1:
+        raise BadInput("--config names one configuration")
+    templates = split_names(args.templates)
+    unknown = [t for t in templates if t not in TEMPLATES]
+    if unknown:
+        raise BadInput(f"unknown template(s) {unknown}; known: {', '.join(TEMPLATES)}")
+    name, config = next(iter(configs.items()))
+    generate = None
+    if settings.llm_url:
+        from plugin.search.generated import LLMVariants
+
+        generate = LLMVariants(services.llm)
+    dump(image_posts(services.store, services.embedder, settings, dataset, config, templates=templates,
+                     splits=split_names(args.split) if args.split else None, mode=args.mode,
+                     unknown_lang=args.unknown_lang,
+                     limit=parse_int("--limit", args.limit, lo=1, hi=10**6) if args.limit else None,
+                     work_dir=args.work_dir or Path(".cache/lab/image-posts"), fresh=args.fresh,
+                     reranker=load_rerankers(configs, settings).get(name), generate=generate,
+                     log=lambda message: print(message, file=sys.stderr, flush=True)))
+    return 0
+
+
+def cmd_image_dup_bench(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.images.dup_bench import dup_bench
+
+    sizes = [parse_int("--stored", x, lo=1, hi=10**8) for x in split_names(args.stored)] if args.stored else []
+    embedder = services.embedder if sizes else None
+    dump(dup_bench(services.settings, n_images=parse_int("--images", args.images, lo=2, hi=10**6),
+                   seed=args.seed, store=services.store if sizes else None,
+                   dimension=embedder.dim if embedder else 0, model=embedder.name if embedder else "",
+                   sizes=sizes, n_queries=parse_int("--queries", args.queries, lo=1, hi=10**6),
+                   log=lambda message: print(message, file=sys.stderr, flush=True)))
+    return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any
 
@@ -97,6 +97,18 @@ def query_split(dataset: Dataset, scored: Iterable[str], excluded: set[str]) -> 
     return "all-but-training" if excluded else "all"
 
 
+def scored_modes(dataset: Dataset, mode: str | None,
+                 keep: Callable[[dict[str, set[str]]], dict[str, set[str]]]) -> list[tuple[str, Mode, dict[str, set[str]]]]:
+    """The matching modes a dataset is scored in, each with its kept qrels: mono and cross (on
+    their own pairs) for a dataset with crosslingual pairs unless ``mode`` names one; else the
+    one mode asked for, mono by default (CLEF-2020 T2 is a monolingual benchmark)."""
+    if mode in (None, "both") and dataset.has_pair_kinds:
+        return [("mono", Mode.MONO, keep(dataset.qrels["mono"])),
+                ("cross", Mode.CROSS, keep(dataset.qrels["cross"]))]
+    m = Mode.parse(mode or "mono")
+    return [(m.value, m, keep(dataset.qrels["all"]))]
+
+
 def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
@@ -117,13 +129,7 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
     def keep(qrels: dict[str, set[str]]) -> dict[str, set[str]]:
         return {q: rel for q, rel in qrels.items() if q not in excluded}
 
-    if mode in (None, "both") and dataset.has_pair_kinds:
-        modes = [("mono", Mode.MONO, keep(dataset.qrels["mono"])),
-                 ("cross", Mode.CROSS, keep(dataset.qrels["cross"]))]
-    else:
-        # a dataset without crosslingual pairs is a monolingual benchmark (CLEF-2020 T2)
-        m = Mode.parse(mode or "mono")
-        modes = [(m.value, m, keep(dataset.qrels["all"]))]
+    modes = scored_modes(dataset, mode, keep)
     scored = keep(dataset.qrels["all"])
     out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(scored),
                            "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
