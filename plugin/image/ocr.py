@@ -48,6 +48,11 @@ TESSERACT_CODES: dict[str, str] = {
     "he": "heb", "el": "ell", "ro": "ron", "cs": "ces", "hu": "hun", "sv": "swe", "da": "dan",
     "no": "nor", "fi": "fin", "tl": "tgl", "sw": "swa", "ca": "cat",
 }
+#: Packs of languages not written in the Latin script. Posts in them carry Latin text too
+#: (handles, names, English words), which their pack alone reads as garbage: they read with
+#: English beside them (``kor+eng``) where ``eng`` is installed (measured: docs/images.md).
+NON_LATIN = frozenset({"ara", "hin", "kor", "jpn", "chi_sim", "rus", "ukr", "tha", "fas", "urd",
+                       "ben", "tam", "tel", "mar", "nep", "heb", "ell"})
 #: Unicode script (the first word of a letter's Unicode name) → the models that read it, best
 #: first; ``Latin`` is Tesseract's script model for every Latin-script language.
 SCRIPT_MODELS: dict[str, tuple[str, ...]] = {
@@ -97,7 +102,7 @@ class Reader:
         self.languages = tuple(lang for lang in languages if lang in installed)
         #: the models that may read: the listed packs, and the script models when installed
         self.models = frozenset(self.languages) | ({"Latin"} & installed)
-        self.scripts = {script: next(m for m in ms if m in self.models)
+        self.scripts = {script: self.with_latin(next(m for m in ms if m in self.models))
                         for script, ms in SCRIPT_MODELS.items() if any(m in self.models for m in ms)}
         self._pools: dict[str, queue.SimpleQueue[Any]] = {}
         self._lock = threading.Lock()
@@ -114,7 +119,12 @@ class Reader:
         if pack not in self.models:
             raise BadInput(f"no Tesseract pack for {code}: install tesseract-ocr-{pack.replace('_', '-')}"
                            f" or add {pack} to FACTSIEVE_OCR_LANGUAGES")
-        return pack
+        return self.with_latin(pack)
+
+    def with_latin(self, pack: str) -> str:
+        """The model string that reads ``pack``'s language: with English beside it for a
+        language not written in the Latin script (see :data:`NON_LATIN`)."""
+        return f"{pack}+eng" if pack in NON_LATIN and "eng" in self.models else pack
 
     def can_read(self, lang: str) -> bool:
         """Whether ISO 639-1 ``lang`` has an installed, listed pack (else :meth:`read` with it
@@ -125,7 +135,7 @@ class Reader:
     def route_model(self) -> str | None:
         """The combined model string the language routing reads with (``None``: one script
         model only, nothing to route between)."""
-        models = list(dict.fromkeys(self.scripts.values()))
+        models = list(dict.fromkeys(m.split("+")[0] for m in self.scripts.values()))
         return "+".join(models) if len(models) > 1 else None
 
     @contextmanager

@@ -38,8 +38,8 @@ def test_white_meme_text_over_a_busy_background_is_read_by_the_mask(ocr):
 
 
 @pytest.mark.parametrize("text, script, model, lang", [
-    (KO, "hangul", "kor", "ko"),
-    (AR, "arabic", "ara", "ar"),
+    (KO, "hangul", "kor+eng", "ko"),
+    (AR, "arabic", "ara+eng", "ar"),
 ])
 def test_an_unknown_language_is_routed_by_its_script(ocr, text, script, model, lang):
     got = ocr.read(card(text, script=script, pt=30), None)
@@ -52,7 +52,7 @@ def test_korean_meme_text_is_routed_through_the_masks(ocr):
     ImageDraw.Draw(im).text((30, 80), KO[:14], font=font("hangul", 44), fill="white",
                             stroke_width=2, stroke_fill="#202020")
     got = ocr.read(im, None)
-    assert (got.model, got.lang, got.pass_name) == ("kor", "ko", "white")
+    assert (got.model, got.lang, got.pass_name) == ("kor+eng", "ko", "white")
     assert cer(got.text, KO[:14]) < 0.1
 
 
