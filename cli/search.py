@@ -51,7 +51,10 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
 
     settings = services.settings
     services.ensure_factcheck_index()
-    files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl"]
+    # the last file gives one fact-check its image (the viral post's screenshot, an image_path:
+    # read here, as only the CLI reads local files)
+    files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl",
+             args.samples / "images" / "factchecks.jsonl"]
     report = services.ingest_factchecks(read_records(files, Format.jsonl), local_files=True)
     print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
           f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
@@ -72,6 +75,7 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
         print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
         found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
         print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
+    demo_image_post(services, args.samples, matcher, request(""))
     from cli.desk import demo_desk
 
     demo_desk(services, posts, "http://127.0.0.1:8000/desk/")
@@ -80,6 +84,23 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
 
         demo_verification(services, args.samples, args.verify_config)
     return 0
+
+
+def demo_image_post(services: Services, samples: Path, matcher: Any, request: MatchRequest) -> None:
+    """The demo's image post: a re-shared copy of a fact-checked post's screenshot (smaller, a
+    JPEG), with no text of its own. Its text is read and matched, and its hash finds the
+    fact-check that carries the original screenshot."""
+    from dataclasses import replace
+
+    from plugin.image.inputs import read_image_file
+    from plugin.image.stage import analyse
+
+    path = samples / "images" / "russian-flag-texas-capitol-reshared.jpg"
+    image = analyse(read_image_file(path, services.settings.image_max_bytes), services.settings)
+    result = matcher.match(replace(request, text="", image=image))
+    print_matches(result, header=f"\nAn image post with no text of its own ({path.relative_to(samples.parent)}):")
+    found = [m["rank"] for m in result.matches if m["id"] == "clef-21"]
+    print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not among the matches'}")
 
 
 def cmd_configs(args: argparse.Namespace, services: Services) -> int:

@@ -22,6 +22,8 @@ from plugin.lab.images.render import render, split_post  # noqa: E402
 
 QUERY_ID = "clef-857"
 OUT = ROOT / "samples" / "images" / "russian-flag-texas-capitol.png"
+#: the same screenshot as it comes back re-shared: smaller, and re-encoded as a JPEG
+RESHARED = ROOT / "samples" / "images" / "russian-flag-texas-capitol-reshared.jpg"
 
 
 def main() -> int:
@@ -30,6 +32,15 @@ def main() -> int:
     body = re.sub(r"\s*https?://\S+", "", split_post(post["text"]).body)
     shot = render(body, "light", seed=QUERY_ID)
     OUT.write_bytes(shot.data)
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(shot.data)) as im:
+        small = im.convert("RGB").resize((im.width * 3 // 4, im.height * 3 // 4), Image.LANCZOS)
+        buf = io.BytesIO()
+        small.save(buf, "JPEG", quality=60)
+    RESHARED.write_bytes(buf.getvalue())
     print(json.dumps({"file": str(OUT.relative_to(ROOT)), "bytes": len(shot.data),
                       "size": [shot.width, shot.height], "text": shot.text}, ensure_ascii=False))
     return 0
