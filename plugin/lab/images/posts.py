@@ -37,10 +37,13 @@ _WORD = re.compile(r"\S+")
 
 
 def split_caption(text: str) -> tuple[str, str]:
-    """A post's text cut before its middle word: the caption (the first half of its words,
-    rounded down) and the text its image shows (the rest), each as written (line breaks kept)
-    and stripped. A post of one word has no caption."""
-    starts = [m.start() for m in _WORD.finditer(text)]
+    """A post's text cut before the middle word of its own words (an embedded tweet's signature
+    not counted: it stays with the image, drawn as the card's author and date): the caption
+    (the first half of its words, rounded down) and the text its image shows (the rest), each
+    as written (line breaks kept) and stripped. A post of one word has no caption."""
+    from plugin.lab.images.render import body_end
+
+    starts = [m.start() for m in _WORD.finditer(text[:body_end(text)])]
     if len(starts) < 2:
         return "", text.strip()
     cut = starts[len(starts) // 2]

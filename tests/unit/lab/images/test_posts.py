@@ -43,6 +43,9 @@ def test_the_caption_carries_the_first_half_of_the_words_and_the_image_the_rest(
     assert split_caption("  a b\nc  d  ") == ("a b", "c  d")  # cut before a word, as written
     assert split_caption("alone") == ("", "alone")
     assert split_caption("   ") == ("", "")
+    # an embedded tweet's signature is not the post's words: it stays with the image (the card)
+    assert split_caption("Masks do not work at all — Jo Doe (@jodoe) May 1, 2020") == (
+        "Masks do not", "work at all — Jo Doe (@jodoe) May 1, 2020")
     assert shown_text("one two three four", "half") == "three four"
     assert shown_text("one two three four", "none") == "one two three four"
 
