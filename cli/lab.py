@@ -74,6 +74,12 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--work-dir", type=Path, metavar="DIR",
                     help="renderings and cached readings (default .cache/lab/image-posts)")
     sp.add_argument("--fresh", action="store_true", help="read every image again (ignore cached readings)")
+    sp.add_argument("--caption", choices=("none", "half"), default="none",
+                    help="none: the image shows the whole post (default); half: the caption carries the first "
+                         "half of its words and the image the rest, matched together, beside the caption alone")
+    sp.add_argument("--ocr-weights", metavar="W[,W...]",
+                    help="with --caption half: match once per OCR weight, e.g. 0.5,1,2 (default: the "
+                         "configuration's ocr_weight); the images are read once")
 
     sp = add("image-dup-bench", cmd_image_dup_bench,
              "near-duplicate images: recall per edit at the served PDQ distance, false matches over "

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from plugin.errors import BadInput
-from plugin.params import parse_int
+from plugin.params import parse_float, parse_int
 from plugin.service.services import Services
 
 from cli.common import by_fusion, dataset_path, dump, select_configs, split_names
@@ -148,6 +148,8 @@ def cmd_image_posts(args: argparse.Namespace, services: Services) -> int:
     if unknown:
         raise BadInput(f"unknown template(s) {unknown}; known: {', '.join(TEMPLATES)}")
     name, config = next(iter(configs.items()))
+    ocr_weights = [parse_float("--ocr-weights", w, lo=0, hi=100)
+                   for w in split_names(args.ocr_weights)] if args.ocr_weights else None
     generate = None
     if settings.llm_url:
         from plugin.search.generated import LLMVariants
@@ -158,6 +160,7 @@ def cmd_image_posts(args: argparse.Namespace, services: Services) -> int:
                      unknown_lang=args.unknown_lang,
                      limit=parse_int("--limit", args.limit, lo=1, hi=10**6) if args.limit else None,
                      work_dir=args.work_dir or Path(".cache/lab/image-posts"), fresh=args.fresh,
+                     caption=args.caption, ocr_weights=ocr_weights,
                      reranker=load_rerankers(configs, settings).get(name), generate=generate,
                      log=lambda message: print(message, file=sys.stderr, flush=True)))
     return 0

@@ -39,6 +39,26 @@ def test_image_posts_match_by_their_ocr_text_beside_the_text_run(capsys, embedde
     assert code == 0 and json.loads(again)["templates"]["light"]["cer"] == light["cer"]
 
 
+def test_captioned_image_posts_are_matched_per_ocr_weight_beside_the_caption_alone(capsys, embedder, tmp_path):
+    code, out, _ = run(capsys, "image-posts", "--dataset", str(SAMPLES / "clef2020"), "--split", "dev,test",
+                       "--templates", "light", "--limit", "3", "--work-dir", str(tmp_path),
+                       "--caption", "half", "--ocr-weights", "0.5,2")
+    result = json.loads(out)
+    assert code == 0 and result["caption"] == "half"
+    assert set(result["caption_only"]["mono"]) >= {"MAP@5", "S@1", "S@10", "ratio_MAP@5"}
+    light = result["templates"]["light"]
+    assert light["images"] == 3 and "modes" not in light
+    assert set(light["weights"]) == {"0.5", "2"}
+    assert light["weights"]["0.5"]["mono"]["S@10"] == 1.0  # caption + the rest read from the card
+    assert light["cer"]["mean"] < 0.1
+    assert len(list((tmp_path / "clef2020" / "light-caption-half").glob("*.png"))) == 3
+
+
+def test_ocr_weights_need_a_caption(capsys):
+    code, _, err = run(capsys, "image-posts", "--dataset", str(SAMPLES / "clef2020"), "--ocr-weights", "1,2")
+    assert code == 2 and "--caption half" in err
+
+
 def test_image_posts_refuses_an_unknown_template(capsys):
     code, _, err = run(capsys, "image-posts", "--dataset", str(SAMPLES / "clef2020"), "--templates", "polaroid")
     assert code == 2 and "polaroid" in err

@@ -23,7 +23,8 @@ from plugin.lab.evaluate.metrics import evaluate_run, percentile
 def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict[str, Any]],
                qrels: dict[str, set[str]], *, mode: Mode, depth: int = 100,
                use_dates: bool = False) -> dict[str, Any]:
-    """Match every query that has qrels; metrics overall and per query language."""
+    """Match every query that has qrels (a query's ``image``, an ``ImageAnalysis``, matched with
+    its text as a post's image is); metrics overall and per query language."""
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
     parts: dict[str, list[float]] = defaultdict(list)
@@ -34,7 +35,8 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         if qid not in qrels:
             continue
         when = date.fromisoformat(q["date"]) if use_dates and q.get("date") else None
-        req = MatchRequest(text=q["text"], lang=q.get("lang"), date=when, mode=mode, k=depth)
+        req = MatchRequest(text=q["text"], lang=q.get("lang"), date=when, mode=mode, k=depth,
+                           image=q.get("image"))
         t0 = time.perf_counter()
         result = matcher.match(req, config)
         latencies.append((time.perf_counter() - t0) * 1e3)

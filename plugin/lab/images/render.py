@@ -81,6 +81,13 @@ def _pictograph(c: str) -> bool:
             or 0xFE00 <= ord(c) <= 0xFE0F or ord(c) >= 0x1F000)
 
 
+def body_end(text: str) -> int:
+    """Where a post's own words end: the start of its embedded tweet's signature (``— Name
+    (@handle) Month D, YYYY``, drawn as the card's author and date), else its length."""
+    m = _SIGNATURE.search(text)
+    return m.start() if m else len(text)
+
+
 def split_post(text: str, *, seed: str = "") -> Post:
     """The body, author and date of a post's text: from an embedded tweet's signature when it
     has one, else a name and handle chosen by ``seed`` and no date."""
