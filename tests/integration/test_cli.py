@@ -290,7 +290,12 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
 def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
     code, out, _ = run(capsys, "demo", "--samples", str(SAMPLES), "-k", "10", "--no-verify")
     assert code == 0
-    assert out.count("known fact-check: found at rank") == 3, out
+    assert out.count("known fact-check: found at rank") == 4, out
+    # the image post: its text read, and the fact-check found by the same image and by that text
+    image = out[out.index("An image post with no text of its own"):]
+    assert "text read from the image: 'Lab Account @lab_account Russian flag flies at Texas Capitol" in image
+    assert re.search(r" 1\. \[[0-9.]+\] A Russian flag was flown at the Texas State Capitol.*\n"
+                     r"      found by: same image \(distance \d+\), ocr\n", image), image
     # and the sample posts wait in the desk's queue, with a key to sign in with
     assert "the desk: http://127.0.0.1:8000/desk/  (3 sample posts newly queued" in out, out
     key = re.search(r"sign in with the key (\S+)", out).group(1)
