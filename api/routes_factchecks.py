@@ -56,7 +56,9 @@ def _flag(name: str) -> bool:
                    "record was accepted); larger ones, and those with a record carrying an image "
                    "(image_url, image_base64, a ClaimReview's image), become a job, whose worker "
                    "fetches and reads the images (a record whose image cannot be read is "
-                   "rejected, naming why; image_path, a local file, is read by the CLI only). "
+                   "rejected, naming why; image_path, a local file, is read by the CLI only; a "
+                   "body with more records with an image than FACTSIEVE_IMAGE_INGEST_MAX_RECORDS "
+                   "is a 413: send it in parts). "
                    "The corpus is shared: every tenant matches against all of it, but a record whose "
                    "id another tenant ingested is rejected (only its owner or an admin key may "
                    "update it); the rest of the batch is ingested.")
@@ -74,6 +76,7 @@ def ingest_factchecks() -> Response:
         preflight.check_any_valid(data, fmt)  # what a queued body passes first (a 422 now)
         queue, records = True, None
     if queue:
+        preflight.check_image_count(data, fmt, svc.settings.image_ingest_max_records)
         job, _ = svc.jobs.create(JobKind.INGEST, {"format": fmt.value, "name": "body",
                                                   "bytes": len(data),
                                                   "writer": g.api_key.writer.to_dict()},

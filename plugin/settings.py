@@ -280,6 +280,10 @@ class Settings(BaseSettings):
     #: decoded (larger: a 413 or 422 naming the limit; PIL's decompression-bomb guard uses it).
     image_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     image_max_pixels: int = Field(default=40_000_000, ge=10_000)
+    #: The most records with an image one ingest body may give through the API (more: a 413
+    #: saying to split it): each costs its worker a fetch and a reading, and one job must finish
+    #: within ``task_time_limit_s``. The CLI's ``factsieve ingest`` has no such limit.
+    image_ingest_max_records: int = Field(default=200, ge=1)
     #: Fetching an ``image_url`` (through the guarded outbound client): the whole fetch's deadline.
     image_fetch_timeout_s: float = Field(default=10.0, gt=0)
     #: Origins (``scheme://host:port``, comma-separated, as ``webhook_allowed_hosts``) an

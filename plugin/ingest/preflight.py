@@ -8,7 +8,7 @@ and the raw bytes, and every refusal is a ``plugin.errors`` error (400, 415 or 4
 """
 from __future__ import annotations
 
-from plugin.errors import BadInput, InvalidRequest, UnsupportedContentType
+from plugin.errors import BadInput, ContentTooLarge, InvalidRequest, UnsupportedContentType
 from plugin.ingest.formats import Format, RawRecord, parse_bytes
 from plugin.ingest.formats.base import loads
 from plugin.ingest.pipeline import IngestReport, to_factcheck
@@ -104,6 +104,16 @@ def has_image(raw: RawRecord) -> bool:
     """Whether a record gives an image the ingest must fetch or read (``image_url``,
     ``image_base64``): the API queues such a body, so that workers do that work."""
     return bool(raw.data and (raw.data.get("image_url") or raw.data.get("image_base64")))
+
+
+def check_image_count(data: bytes, fmt: Format, limit: int) -> None:
+    """A body to queue gives at most ``limit`` records with an image (``has_image``): each costs
+    its worker a fetch and a reading (seconds), and one job must finish within the task time
+    limit, so a larger feed is refused whole (413, nothing written) with how to split it."""
+    count = sum(has_image(raw) for raw in parse_bytes(data, fmt, "body"))
+    if count > limit:
+        raise ContentTooLarge(f"the body gives {count} records with an image; one body may give at "
+                              f"most {limit} (FACTSIEVE_IMAGE_INGEST_MAX_RECORDS): send it in parts")
 
 
 def check_any_valid(data: bytes, fmt: Format) -> None:

@@ -210,3 +210,18 @@ def test_an_index_made_before_images_gets_the_image_mapping(store, make_alias):
     mapped = store.mapping_properties(f"{alias}-v1")["image"]["properties"]
     assert mapped["pdq_c0"]["type"] == "keyword" and mapped["pdq_w0"]["type"] == "long"
     assert install_index(store, spec) == f"{alias}-v1"  # again: nothing to add, nothing fails
+
+
+def test_a_body_with_more_images_than_one_job_may_read_is_refused_whole(api_settings, store, embedder,
+                                                                       make_alias, auth):
+    from api import create_app
+    from plugin.service.services import Services
+
+    settings = api_settings.model_copy(update={"index": make_alias(), "image_ingest_max_records": 2})
+    client = create_app(settings, services=Services(settings, store=store, embedder=embedder)).test_client()
+    body = [{"id": f"many-{i}", "claim": f"Claim {i}", "image_url": f"https://example.org/{i}.png"}
+            for i in range(3)]
+    resp = client.post("/v1/fact-checks", headers=auth, json=body)
+    assert resp.status_code == 413 and resp.mimetype == "application/problem+json"
+    assert "3 records with an image" in resp.get_json()["detail"]
+    assert "FACTSIEVE_IMAGE_INGEST_MAX_RECORDS" in resp.get_json()["detail"]
