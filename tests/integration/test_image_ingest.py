@@ -5,9 +5,7 @@ before images getting their mapping."""
 import base64
 import io
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -15,6 +13,7 @@ from plugin.image.queries import read_image_hits, same_image_query
 from plugin.index.templates import IndexSpec, ensure_index, install_index, template_bodies, template_properties
 from plugin.ingest import Format, ingest, parse_bytes, read_records
 from plugin.ingest.images import image_step
+from tests.http_server import serving
 
 pytestmark = pytest.mark.integration
 
@@ -46,24 +45,12 @@ MEME = meme()
 
 @pytest.fixture(scope="module")
 def image_server():
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            kind, body = {"/meme.png": ("image/png", MEME)}.get(self.path, ("text/html", b"<html/>"))
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path, headers):
+        kind, body = {"/meme.png": ("image/png", MEME)}.get(path, ("text/html", b"<html/>"))
+        return 200, {"Content-Type": kind}, body
 
-        def log_message(self, *args):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    srv.origin = f"http://127.0.0.1:{srv.server_address[1]}"
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(answer) as srv:
+        yield srv
 
 
 @pytest.fixture

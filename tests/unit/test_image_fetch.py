@@ -1,14 +1,13 @@
 """Fetching an image_url through the guarded outbound client (``plugin.image.fetch``), from a
 real HTTP server on 127.0.0.1 whose origin the settings allow (or not)."""
 import io
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from plugin.errors import BadInput, ContentTooLarge, UnsupportedContentType
 from plugin.image.fetch import fetch_image
+from tests.http_server import serving
 
 MAX = 2048
 
@@ -38,29 +37,15 @@ ROUTES = {
 def server():
     seen = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            seen.append((self.path, dict(self.headers)))
-            if self.path == "/slow":
-                time.sleep(1.5)
-            status, headers, body = ROUTES.get(self.path, (200, {"Content-Type": "image/png"}, b"x"))
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path, headers):
+        seen.append((path, headers))
+        if path == "/slow":
+            time.sleep(1.5)
+        return ROUTES.get(path, (200, {"Content-Type": "image/png"}, b"x"))
 
-        def log_message(self, *args):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    srv.origin = f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.seen = seen
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(answer) as srv:
+        srv.seen = seen
+        yield srv
 
 
 @pytest.fixture

@@ -103,33 +103,24 @@ def _first(value: Any, index: dict[str, dict[str, Any]]) -> Any:
     return _deref(value, index)
 
 
+def _found(value: Any, index: dict[str, dict[str, Any]], read: Any) -> str | None:
+    """What ``read`` finds in a node (a referenced one followed), a string as it is, or the first
+    of a list where it finds something."""
+    if isinstance(value, list):
+        return next((found for item in value if (found := _found(item, index, read))), None)
+    value = _deref(value, index)
+    return read(value) if isinstance(value, dict) else _text(value)
+
+
 def _name(value: Any, index: dict[str, dict[str, Any]]) -> str | None:
     """An author/publisher name: a string, a node with ``name``, or the first of a list."""
-    if isinstance(value, list):
-        for item in value:
-            name = _name(item, index)
-            if name:
-                return name
-        return None
-    value = _deref(value, index)
-    if isinstance(value, dict):
-        return _text(value.get("name")) or _text(value.get("alternateName"))
-    return _text(value)
+    return _found(value, index, lambda node: _text(node.get("name")) or _text(node.get("alternateName")))
 
 
 def _image_url(value: Any, index: dict[str, dict[str, Any]]) -> str | None:
     """An image's URL: a string, an ImageObject (``contentUrl``, else ``url``), or the first of a
     list that has one."""
-    if isinstance(value, list):
-        for item in value:
-            url = _image_url(item, index)
-            if url:
-                return url
-        return None
-    value = _deref(value, index)
-    if isinstance(value, dict):
-        return _text(value.get("contentUrl")) or _text(value.get("url"))
-    return _text(value)
+    return _found(value, index, lambda node: _text(node.get("contentUrl")) or _text(node.get("url")))
 
 
 def _language(value: Any) -> tuple[str | None, str | None]:
