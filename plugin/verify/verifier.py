@@ -124,6 +124,12 @@ class _Run:
             if stage not in ("lookup", "retrieve"):
                 self.reserve = max(self.reserve, took)
 
+    def spent_on(self, exc: Any) -> None:
+        """Count an LLM call that ended in ``LLMOutputInvalid`` (its tokens were spent too)."""
+        self.calls += 1
+        self.tokens["prompt"] += getattr(exc, "prompt_tokens", 0)
+        self.tokens["completion"] += getattr(exc, "completion_tokens", 0)
+
     def spend(self, reply: Any) -> Any:
         self.calls += 1
         self.tokens["prompt"] += reply.prompt_tokens
@@ -287,7 +293,7 @@ class Verifier:
                                  passages=prompts.numbered([_passage_line(p) for p in passages])),
                 schema=steps.single_call_schema(cfg.max_pairs), max_tokens=cfg.max_tokens)))
         except LLMOutputInvalid as exc:  # its pairs are lost with it: the passages are the evidence
-            run.calls += 1
+            run.spent_on(exc)
             return self._fallback(req, passage_pairs(req, passages), run, exc, stage="single-call",
                                   stopped="single-call", retrieved=len(passages))
         pairs = []
@@ -316,7 +322,7 @@ class Verifier:
                                  qa=prompts.qa_lines(pairs, empty="(no evidence found)")),
                 schema=steps.VerdictOut, max_tokens=cfg.max_tokens)))
         except LLMOutputInvalid as exc:
-            run.calls += 1
+            run.spent_on(exc)
             result = self._fallback(req, pairs, run, exc, stage=stage, stopped=stopped)
         else:
             result = self._finish(out, pairs, req, cfg, stage=stage, stopped=stopped)

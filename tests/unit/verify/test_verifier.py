@@ -396,8 +396,9 @@ def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeyp
     assert reply.attempts == 2 and reply.parsed.verdict.value == "Refuted"
     assert "every label is rated 0" in sent[1]["messages"][-1]["content"]  # the reason, shown
     sent = scripted([bad, bad, good])
-    with pytest.raises(LLMOutputInvalid, match="every label is rated 0"):
+    with pytest.raises(LLMOutputInvalid, match="every label is rated 0") as err:
         client.chat([{"role": "user", "content": "verdict?"}], schema=steps.VerdictOut)
+    assert err.value.prompt_tokens == 2 and err.value.completion_tokens == 2
     assert len(sent) == 2  # once, never more
     # and the verifier: two bad answers → the head decides
     sent = scripted([bad, bad])
@@ -405,3 +406,4 @@ def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeyp
         VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},)),
         cfg("qa-loop", fewshot=0))
     assert len(sent) == 2 and out["verdict_source"] == "head" and out["verdict"] == "Refuted"
+    assert out["tokens"] == {"prompt": 2, "completion": 2, "calls": 1}  # both attempts counted
