@@ -142,7 +142,9 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
         verifier = Verifier(llm=base.llm, matcher=base.matcher, pool=base.pool, head=base.head,
                             evidence=retriever if retriever is not None else base.evidence)
         preds, cost = run_config(verifier, cfg, scored, evidence, on_claim=on_claim)
-        leak = head_trained_on(base.head, dataset)
+        # an LLM configuration holds the head for its fallback: in-sample only when it decided
+        head_decided = any(k.startswith(("head", "llm+head")) for k in cost["verdict_sources"])
+        leak = head_trained_on(base.head, dataset) if head_decided else None
         scores = score_predictions(scored, preds)
         result["configs"][name] = {
             "label_accuracy": round(scores["label_accuracy"], 4), "macro_f1": round(scores["macro_f1"], 4),
