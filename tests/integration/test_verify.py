@@ -197,7 +197,9 @@ def test_a_running_verification_reports_its_stage_and_turn(api_services, evidenc
                                           "budget_s": 0.001})
     run_verify(api_services, job, lambda delivery_id: None)  # the handler alone: the job stays running
     progress = jobs.get(job["id"])["progress"]
-    assert progress["stage"] == "verdict" and progress["turn"] is None and progress["at"]
+    # the last stage: the verdict, or the verdict head after invalid verdict output (the local
+    # 135M model's ratings often support no verdict)
+    assert progress["stage"] in ("verdict", "head") and progress["turn"] is None and progress["at"]
 
 
 def test_verify_job_fails_with_the_reason_when_the_llm_is_down(
