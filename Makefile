@@ -1,5 +1,5 @@
 # FactSieve: two commands on a fresh machine.
-#   make demo   venv + install, local OpenSearch + Redis, test model, init, sample corpus, real matches
+#   make demo   venv + install, local OpenSearch + Redis, test model, WordNet, init, sample corpus, real matches
 #   make test   the same bootstrap, the docs site built strictly, then the whole test suite
 #               (unit + integration, real servers)
 SHELL := /bin/bash
@@ -80,7 +80,7 @@ wordnet:
 
 # init first: templates, aliases, fusion pipelines and (with ML Commons) the hosted model and the
 # stored template factsieve-match, so that tools querying OpenSearch directly work after the demo
-demo: install up model
+demo: install up model wordnet
 	$(FS) init
 	$(FS) demo
 

@@ -58,7 +58,11 @@ def get_post(post_id: str) -> Response:
                    "fact-check that matches it well answers it (`stage: previously-fact-checked`); "
                    "otherwise evidence published before the claim date is retrieved and an LLM "
                    "asks and answers the questions that decide it, then gives a verdict with a "
-                   "justification whose statements cite the question-answer pairs. The job reports "
+                   "justification whose statements cite the question-answer pairs. The verdict "
+                   "is supported by its `label_scores`: the result's `verdict_source` says where "
+                   "it came from (`llm`, `llm+head`, `head`, `fact-check`, or `none` for Not "
+                   "Enough Evidence when nothing could decide), with `fallback_reason` when the "
+                   "LLM's output was invalid twice and the verdict head decided instead. The job reports "
                    "`progress` while it runs; subscribers to `claim.verified` get the result. "
                    "With an image (`image`, `image_url` or multipart), the text read from it, "
                    "after the claim when both are given, is the claim verified.")

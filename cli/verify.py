@@ -59,6 +59,18 @@ def demo_verification(services: Services, samples: Path, config: str) -> None:
             claim=claim["claim"], date=parse_date(claim.get("date")), claim_id=claim.get("id"),
             exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg)
         print_verification(out)
+    print(f"\n{REAL_LLM_HINT}")
+
+
+#: The demo's last line: the local 135M model is a floor for structure, not for verdicts.
+REAL_LLM_HINT = ("for verdicts from a real LLM, set FACTSIEVE_LLM_URL to an OpenAI-compatible "
+                 "server's /v1 URL and FACTSIEVE_LLM_MODEL to its model (vLLM, Ollama, llama.cpp: "
+                 "docs/verification.md)")
+
+#: What each ``verdict_source`` is called in the printed result.
+SOURCE_NAMES = {"llm": "the LLM's ratings", "llm+head": "the LLM's ratings blended with the verdict head's",
+                "head": "the verdict head", "fact-check": "a published fact-check",
+                "none": "nothing could decide"}
 
 
 def print_verification(out: dict[str, Any]) -> None:
@@ -70,6 +82,12 @@ def print_verification(out: dict[str, Any]) -> None:
     print(f"  verdict: {out['verdict']}")
     if out.get("label_scores"):
         print("  ratings: " + ", ".join(f"{k} {v:.2f}" for k, v in out["label_scores"].items()))
+    source = out.get("verdict_source")
+    if source:
+        fallback = " (fallback)" if out.get("fallback_reason") else ""
+        print(f"  verdict source: {source}: {SOURCE_NAMES.get(source, source)}{fallback}")
+    if out.get("fallback_reason"):
+        print(f"  why: {out['fallback_reason']}")
     if out.get("justification"):
         print(f"  justification: {out['justification']}")
     for c in out.get("citations", []):

@@ -206,10 +206,13 @@ class LLMError(BackendError):
 
 class LLMOutputInvalid(LLMError):
     """The LLM's answer did not parse or did not match the requested schema, even after one
-    retry. ``raw`` holds the start of the answer (it is also in the message)."""
+    retry. ``raw`` holds the start of the answer (it is also in the message); the token counts
+    cover both attempts (what the caller spent on it)."""
 
     title = "LLM output invalid"
 
     def __init__(self, detail: str, *, raw: str = "", **kw: Any) -> None:
         super().__init__(detail, **kw)
         self.raw = raw
+        self.prompt_tokens = 0
+        self.completion_tokens = 0

@@ -77,7 +77,7 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
                evidence: str, *, on_claim: Callable[[str, int], None] | None = None
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Predictions for every claim and what they cost (seconds, tokens, failures by reason)."""
-    preds, seconds, tokens, failures, stops, stages = [], [], [], {}, {}, {}
+    preds, seconds, tokens, failures, stops, stages, sources = [], [], [], {}, {}, {}, {}
     examples: dict[str, str] = {}
     stage_ms: dict[str, float] = {}
     for i, claim in enumerate(claims):
@@ -96,6 +96,9 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
             tokens.append(out["tokens"]["prompt"] + out["tokens"]["completion"])
             stops[out["stopped_because"]] = stops.get(out["stopped_because"], 0) + 1
             stages[out["stage"]] = stages.get(out["stage"], 0) + 1
+            # how often the LLM's output was invalid: a fallback is ``head`` or ``none`` with a reason
+            source = out.get("verdict_source", "?") + (" (fallback)" if out.get("fallback_reason") else "")
+            sources[source] = sources.get(source, 0) + 1
             for step, ms in out["timings_ms"].items():
                 stage_ms[step] = stage_ms.get(step, 0.0) + ms
     done = max(len(tokens), 1)
@@ -106,7 +109,7 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
                                  "p95": round(percentile(tokens, 0.95), 1) if tokens else 0},
             "valid_rate": round((len(claims) - sum(failures.values())) / len(claims), 4),
             "failures": failures, "failure_examples": examples, "stopped_because": stops,
-            "stages": stages,
+            "stages": stages, "verdict_sources": sources,
             # where the time goes: mean milliseconds per valid claim in each step (``total`` too)
             "ms_per_step": {k: round(v / done, 1) for k, v in sorted(stage_ms.items())}}
     return preds, cost
@@ -139,7 +142,9 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
         verifier = Verifier(llm=base.llm, matcher=base.matcher, pool=base.pool, head=base.head,
                             evidence=retriever if retriever is not None else base.evidence)
         preds, cost = run_config(verifier, cfg, scored, evidence, on_claim=on_claim)
-        leak = head_trained_on(base.head, dataset)
+        # an LLM configuration holds the head for its fallback: in-sample only when it decided
+        head_decided = any(k.startswith(("head", "llm+head")) for k in cost["verdict_sources"])
+        leak = head_trained_on(base.head, dataset) if head_decided else None
         scores = score_predictions(scored, preds)
         result["configs"][name] = {
             "label_accuracy": round(scores["label_accuracy"], 4), "macro_f1": round(scores["macro_f1"], 4),

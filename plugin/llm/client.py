@@ -232,7 +232,10 @@ class LLMClient:
                 try:
                     parsed = parse_reply(answers[1].text, schema)
                 except ValueError as exc2:
-                    raise self._invalid(schema, answers[1], body["max_tokens"], exc2) from exc2
+                    err = self._invalid(schema, answers[1], body["max_tokens"], exc2)
+                    err.prompt_tokens = sum(a.prompt_tokens for a in answers)
+                    err.completion_tokens = sum(a.completion_tokens for a in answers)
+                    raise err from exc2
         last = answers[-1]
         return LLMReply(text=last.text, parsed=parsed,
                         prompt_tokens=sum(a.prompt_tokens for a in answers),

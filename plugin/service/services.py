@@ -305,6 +305,16 @@ class Services:
         return self._get("verdict_head", lambda: VerdictHead.load(self.settings.verdict_head_path,
                                                                    self.embedder))
 
+    def fallback_head(self) -> Any:
+        """The verdict head when it loads, else ``None``: an LLM configuration's verdict after
+        invalid LLM output is then Not Enough Evidence, and the result says why."""
+        from plugin.errors import ModelMismatch, ModelUnavailable
+
+        try:
+            return self.verdict_head()
+        except (ModelUnavailable, ModelMismatch):
+            return None
+
     def verification_config(self, name: str | None = None) -> Any:
         from plugin.verify.config import get_config as get_verification_config
 
@@ -312,20 +322,22 @@ class Services:
 
     def verifier(self, cfg: Any) -> Any:
         """A ``Verifier`` with the parts ``cfg`` needs: the matcher of its lookup, the evidence
-        retriever, the LLM, the few-shot pool and (for the head or a blend) the verdict head."""
+        retriever, the LLM, the few-shot pool and the verdict head (required for the head or a
+        blend; for an LLM configuration, when one loads, the fallback after invalid LLM output)."""
         from plugin.verify.config import Strategy
         from plugin.verify.fewshot import load_pool
         from plugin.verify.verifier import Verifier, looks_up
 
         uses_llm = cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL)
         needs_head = cfg.strategy is Strategy.HEAD or cfg.head_weight > 0
+        head = self.verdict_head() if needs_head else self.fallback_head() if uses_llm else None
         return Verifier(
             llm=self.llm if uses_llm else None,
             evidence=self.evidence_retriever(cfg.per_url) if cfg.strategy is not Strategy.LOOKUP else None,
             matcher=(self.matcher(cfg.retrieval, rerank=True, explained=True)
                      if looks_up(cfg) else None),
             pool=load_pool(str(self.settings.verify_fewshot) if self.settings.verify_fewshot else None),
-            head=self.verdict_head() if needs_head else None)
+            head=head)
 
     def install_search_pipelines(self, configs: list[RetrievalConfig] | None = None) -> list[str]:
         """The fusion pipelines of the retrieval configurations (all packaged ones by default)

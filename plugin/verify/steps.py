@@ -12,7 +12,7 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field, create_model
+from pydantic import BaseModel, BeforeValidator, Field, create_model, model_validator
 
 from plugin.models import Verdict
 
@@ -115,7 +115,38 @@ def bounded(item: type[BaseModel], n: int) -> Any:
 Statements = bounded(Statement, MAX_STATEMENTS)
 
 
-class VerdictOut(BaseModel):
+def ratings_problem(scores: dict[str, float], verdict: str) -> str | None:
+    """Why ratings do not support ``verdict``, or ``None`` when they do: the one rule for an
+    LLM's verdict (no bluffing). Degenerate ratings are invalid output: every label rated 0
+    (the model rated nothing), or the chosen label rated under another label (a tie with the
+    highest is fine). ``scores`` maps each label to its rating."""
+    top = max(scores.values(), default=0.0)
+    if top <= 0.0:
+        return "every label is rated 0: the ratings support no verdict"
+    own = scores.get(verdict, 0.0)
+    if own < top:
+        best = max(scores, key=lambda k: scores[k])
+        return (f"the verdict {verdict!r} is rated {own:.2f}, under {best!r} at {top:.2f}: "
+                "the verdict must be the label with the highest rating")
+    return None
+
+
+class _SupportedVerdict(BaseModel):
+    """A verdict with the ratings it rests on, checked by :func:`ratings_problem` as part of
+    the schema: the LLM client's one schema retry (the reason shown to the model) and its
+    ``LLMOutputInvalid`` after it apply to unsupported verdicts as to malformed JSON. It declares
+    no fields, so the schema's field order (what a grammar makes the model write first) is each
+    step's own."""
+
+    @model_validator(mode="after")
+    def _ratings_support_the_verdict(self) -> Any:
+        problem = ratings_problem(self.label_scores.by_label(), self.verdict.value)  # type: ignore[attr-defined]
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class VerdictOut(_SupportedVerdict):
     label_scores: LabelScores
     verdict: VerdictLabel
     statements: Statements
@@ -131,7 +162,7 @@ class QAItem(BaseModel):
 MAX_PAIRS = 10
 
 
-class SingleCallOut(BaseModel):
+class SingleCallOut(_SupportedVerdict):
     """The single-call strategy: question–answer pairs from the passages, ratings, verdict and a
     cited justification in one answer."""
 

@@ -7,8 +7,15 @@ statements cite those pairs, why it stopped, and where the time and tokens went.
 
 Its parts are handed in — a matcher for the lookup, an evidence searcher, the LLM client, the
 few-shot pool, optionally the verdict head — so the flow is testable with any of them and the
-I/O stays at the edges. The LLM never gets the last word by default: an answer that fails its
-schema twice fails the claim (``LLMOutputInvalid``), and no fallback invents a verdict.
+I/O stays at the edges.
+
+No bluffing: a verdict is supported by its label ratings. The verdict steps' schemas
+(``steps.VerdictOut``, ``steps.SingleCallOut``) refuse ratings that do not support the LLM's
+verdict (``steps.ratings_problem``: every label rated 0, or the chosen label rated under
+another), so the LLM client retries such an answer once and then raises ``LLMOutputInvalid``.
+The verdict then comes from the verdict head; without one it is Not Enough Evidence. Every
+result says where its verdict came from (``verdict_source``, :data:`VERDICT_SOURCES`) and, for
+a fallback, why (``fallback_reason``).
 """
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
-from plugin.errors import BadInput, NotFound
+from plugin.errors import BadInput, LLMOutputInvalid, NotFound
 from plugin.evidence.retrieve import EvidenceQuery
 from plugin.models import MAX_TEXT_CHARS, Verdict, normalise_rating
 from plugin.verify import prompts, steps
@@ -27,6 +34,15 @@ from plugin.verify.fewshot import FewShotPool
 from plugin.verify.scoring import NO_ANSWER
 
 Progress = Callable[[str, int | None], None]
+
+#: Where a result's verdict came from (its ``verdict_source``).
+VERDICT_SOURCES = {
+    "llm": "the LLM's verdict, supported by its ratings",
+    "llm+head": "the highest of the LLM's ratings blended with the verdict head's (head_weight)",
+    "head": "the verdict head: the head configuration, or the fallback after invalid LLM output",
+    "fact-check": "the rating of a published fact-check that matches the claim",
+    "none": "Not Enough Evidence because nothing could decide (see fallback_reason or note)",
+}
 
 
 class EvidenceSearch(Protocol):
@@ -108,6 +124,12 @@ class _Run:
             if stage not in ("lookup", "retrieve"):
                 self.reserve = max(self.reserve, took)
 
+    def spent_on(self, exc: Any) -> None:
+        """Count an LLM call that ended in ``LLMOutputInvalid`` (its tokens were spent too)."""
+        self.calls += 1
+        self.tokens["prompt"] += getattr(exc, "prompt_tokens", 0)
+        self.tokens["completion"] += getattr(exc, "completion_tokens", 0)
+
     def spend(self, reply: Any) -> Any:
         self.calls += 1
         self.tokens["prompt"] += reply.prompt_tokens
@@ -178,7 +200,7 @@ class Verifier:
                 "justification": f"{statement} [1]", "statements": [{"text": statement, "sources": [1]}],
                 "qa_pairs": [], "citations": [{"n": 1, "kind": "fact-check", **citation}],
                 "stage": "previously-fact-checked", "stopped_because": "fact-check-found",
-                "match": citation}
+                "verdict_source": "fact-check", "match": citation}
 
     def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         best = run.lookup
@@ -192,7 +214,7 @@ class Verifier:
                    f"the threshold {cfg.lookup_min_score}")
         return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
                 "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
-                "stopped_because": "no-fact-check", "note": why,
+                "stopped_because": "no-fact-check", "verdict_source": "none", "note": why,
                 "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score", "confidence")},
                           "similarity": similarity(best)} if best else None}
 
@@ -263,12 +285,17 @@ class Verifier:
         self._need_llm_and_evidence()
         examples = self._examples(req, cfg)
         passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
-        out = run.spend(run.timed("single-call", lambda: self.llm.chat(
-            prompts.messages("single_call", examples=prompts.example_block(examples), claim=req.claim,
-                             date=req.date.isoformat() if req.date else "unknown",
-                             max_pairs=cfg.max_pairs,
-                             passages=prompts.numbered([_passage_line(p) for p in passages])),
-            schema=steps.single_call_schema(cfg.max_pairs), max_tokens=cfg.max_tokens)))
+        try:
+            out = run.spend(run.timed("single-call", lambda: self.llm.chat(
+                prompts.messages("single_call", examples=prompts.example_block(examples),
+                                 claim=req.claim, date=req.date.isoformat() if req.date else "unknown",
+                                 max_pairs=cfg.max_pairs,
+                                 passages=prompts.numbered([_passage_line(p) for p in passages])),
+                schema=steps.single_call_schema(cfg.max_pairs), max_tokens=cfg.max_tokens)))
+        except LLMOutputInvalid as exc:  # its pairs are lost with it: the passages are the evidence
+            run.spent_on(exc)
+            return self._fallback(req, passage_pairs(req, passages), run, exc, stage="single-call",
+                                  stopped="single-call", retrieved=len(passages))
         pairs = []
         for item in out.qa_pairs:
             src = passages[item.source - 1] if 1 <= item.source <= len(passages) else None
@@ -288,12 +315,17 @@ class Verifier:
         self._need_llm()
         if examples is None:
             examples = self._examples(req, cfg)
-        out = run.spend(run.timed("verdict", lambda: self.llm.chat(
-            prompts.messages("verdict", examples=prompts.example_block(examples), claim=req.claim,
-                             date=req.date.isoformat() if req.date else "unknown",
-                             qa=prompts.qa_lines(pairs, empty="(no evidence found)")),
-            schema=steps.VerdictOut, max_tokens=cfg.max_tokens)))
-        result = self._finish(out, pairs, req, cfg, stage=stage, stopped=stopped)
+        try:
+            out = run.spend(run.timed("verdict", lambda: self.llm.chat(
+                prompts.messages("verdict", examples=prompts.example_block(examples), claim=req.claim,
+                                 date=req.date.isoformat() if req.date else "unknown",
+                                 qa=prompts.qa_lines(pairs, empty="(no evidence found)")),
+                schema=steps.VerdictOut, max_tokens=cfg.max_tokens)))
+        except LLMOutputInvalid as exc:
+            run.spent_on(exc)
+            result = self._fallback(req, pairs, run, exc, stage=stage, stopped=stopped)
+        else:
+            result = self._finish(out, pairs, req, cfg, stage=stage, stopped=stopped)
         if run.summary:
             result["evidence_summary"] = run.summary
         return result
@@ -301,27 +333,43 @@ class Verifier:
     def _finish(self, out: Any, pairs: list[dict[str, Any]], req: VerifyRequest,
                 cfg: VerificationConfig, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
         llm_scores = out.label_scores.by_label()
-        scores, verdict = llm_scores, out.verdict.value
+        scores, verdict, source = llm_scores, out.verdict.value, "llm"
         if self.head is not None and cfg.head_weight > 0:
             head = self.head.label_scores(req.claim, pairs)
             w = cfg.head_weight
             scores = {k: round((1 - w) * llm_scores[k] + w * head.get(k, 0.0), 4) for k in steps.LABELS}
-            verdict = max(steps.LABELS, key=lambda k: scores[k])
+            verdict, source = max(steps.LABELS, key=lambda k: scores[k]), "llm+head"
             extra["label_scores_llm"], extra["label_scores_head"] = llm_scores, head
         statements, dropped = cited_statements(out.statements, len(pairs))
         return {"verdict": verdict, "label_scores": scores,
                 "justification": justification(statements), "statements": statements,
                 "qa_pairs": pairs, "citations": citations(pairs, statements), "stage": stage,
-                "stopped_because": stopped, "uncited_statements_dropped": dropped, **extra}
+                "stopped_because": stopped, "verdict_source": source,
+                "uncited_statements_dropped": dropped, **extra}
+
+    def _fallback(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run,
+                  exc: LLMOutputInvalid, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
+        """The verdict after the LLM's verdict step gave invalid output twice (malformed, or
+        ratings that do not support its verdict): the verdict head's, or Not Enough Evidence
+        when there is no head. Never the LLM's unsupported label."""
+        reason = f"invalid LLM output after one retry: {exc.detail}"
+        if self.head is not None:
+            out = self._head_verdict(req, pairs, run, stage=stage, stopped=stopped)
+        else:
+            reason += "; no verdict head to fall back on (run `factsieve train-verdict`)"
+            out = {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {},
+                   "justification": "", "statements": [], "qa_pairs": pairs,
+                   "citations": citations(pairs, []), "stage": stage, "stopped_because": stopped,
+                   "verdict_source": "none"}
+        return {**out, "fallback_reason": reason, **extra}
 
     # -- no LLM: the verdict head -------------------------------------------------------------------
     def _head_only(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
         if self.evidence is None:
             raise BadInput("the head configuration needs an evidence index to read passages from")
         passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
-        pairs = [{"question": p.get("title") or req.claim, "answer": p.get("text") or "",
-                  "source_url": p.get("url"), "passage_id": p.get("id")} for p in passages]
-        return self._head_verdict(req, pairs, run, stage="head", stopped="passages")
+        return self._head_verdict(req, passage_pairs(req, passages), run, stage="head",
+                                  stopped="passages")
 
     def _head_verdict(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run, *,
                       stage: str, stopped: str) -> dict[str, Any]:
@@ -334,7 +382,7 @@ class Verifier:
         verdict = max(steps.LABELS, key=lambda k: scores.get(k, 0.0))
         return {"verdict": verdict, "label_scores": scores, "justification": "", "statements": [],
                 "qa_pairs": pairs, "citations": citations(pairs, []), "stage": stage,
-                "stopped_because": stopped}
+                "stopped_because": stopped, "verdict_source": "head"}
 
     # -- helpers --------------------------------------------------------------------------------------
     def _examples(self, req: VerifyRequest, cfg: VerificationConfig) -> list[dict[str, Any]]:
@@ -393,6 +441,13 @@ def decisive(scores: dict[str, float], at: float) -> bool:
     """Whether the evidence so far decides the claim: its summary rates Supported, Refuted or
     Conflicting at ``at`` or more. A lean towards Not Enough Evidence never stops the search."""
     return max(v for k, v in scores.items() if k != Verdict.NOT_ENOUGH_EVIDENCE.value) >= at
+
+
+def passage_pairs(req: VerifyRequest, passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Retrieved passages as the evidence pairs the head reads: each passage answers its title
+    (the claim when it has none)."""
+    return [{"question": p.get("title") or req.claim, "answer": p.get("text") or "",
+             "source_url": p.get("url"), "passage_id": p.get("id")} for p in passages]
 
 
 def _passage_line(p: dict[str, Any]) -> str:

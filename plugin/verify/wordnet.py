@@ -12,13 +12,16 @@ from typing import Any
 
 from plugin.errors import FactSieveError
 
-SETUP_HINT = "run `scripts/wordnet.sh` (it fills <cache>/nltk_data/corpora/wordnet)"
+SETUP_HINT = ("get it with `make wordnet` (it runs `scripts/wordnet.sh`: WordNet 3.0 from Debian's "
+              "wordnet-base into <cache>/nltk_data/corpora/wordnet; `make demo` and `make test` do it "
+              "too), or point FACTSIEVE_NLTK_DATA_DIR at a folder holding corpora/wordnet")
 
 
 class WordNetMissing(FactSieveError):
     """WordNet is not where nltk is told to look; METEOR cannot be computed faithfully."""
 
-    status, exit_code, title = 503, 5, "WordNet unavailable"
+    #: exit 2 like any setup the command is missing (the message says how to get it)
+    status, exit_code, title = 503, 2, "WordNet unavailable"
 
 
 def ensure_wordnet(nltk_data: str | Path) -> Any:

@@ -351,7 +351,28 @@ def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, ma
     code, out, err = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "qa-loop")
     assert code == 0, out + err
     assert "sample evidence: 89 documents" in out and "verifying a sample claim" in out
-    assert "[1] Q:" in out and "verdict:" in out and "cites [" in out
+    assert "[1] Q:" in out and "verdict:" in out, out
+    # the head's fallback cites what has a source (no statements of its own): an answered pair's page
+    assert ("cites [" in out) == ("      source: " in out) or "justification: " in out, out
+    # no bluffing: the printed ratings support the printed verdict, and it says where it came from
+    from plugin.verify.steps import ratings_problem
+
+    verdict = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  verdict: "))
+    ratings = next((line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  ratings: ")), None)
+    source = next(line for line in out.splitlines() if line.startswith("  verdict source: "))
+    if ratings is None:  # nothing could decide: Not Enough Evidence, and why
+        assert verdict == "Not Enough Evidence" and "verdict source: none" in source and "  why: " in out
+    else:
+        scores = {k: float(v) for k, v in (item.rsplit(" ", 1) for item in ratings.split(", "))}
+        assert ratings_problem(scores, verdict) is None, out
+    assert "FACTSIEVE_LLM_URL" in out and "FACTSIEVE_LLM_MODEL" in out
+
+
+def test_evaluate_verification_without_wordnet_says_how_to_get_it(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FACTSIEVE_NLTK_DATA_DIR", str(tmp_path / "no-nltk-data"))
+    (tmp_path / "claims.jsonl").write_text("", encoding="utf-8")
+    code, _, err = run(capsys, "evaluate-verification", "--dataset", str(tmp_path), "--limit", "1")
+    assert code == 2 and "make wordnet" in err and "WordNet not found" in err
 
 
 def test_train_reranker_exports_groups_of_training_queries_only(capsys, embedder, dataset_copy, tmp_path):

@@ -116,12 +116,25 @@ def test_budget_exhausted_still_gives_a_verdict(api_services, evidence_alias, ap
     assert out["verdict"] in LABELS
 
 
-def test_malformed_output_fails_with_the_raw_answer(api_services, evidence_alias, api_corpus):
-    with pytest.raises(LLMOutputInvalid) as err:  # 8 tokens cannot hold the verdict's JSON
-        verify(api_services, VerifyRequest(claim=CLAIM, gold_qa=(
-            {"question": "Do 5G masts spread viruses?", "answer": "No.", "source_url": None,
-             "passage_id": None},)), config("qa-loop", max_tokens=16))
-    assert err.value.raw and err.value.raw[:5] in str(err.value)
+def test_malformed_verdict_output_falls_back_with_the_raw_answer(api_services, evidence_alias, api_corpus):
+    """16 tokens cannot hold the verdict's JSON: after the client's one retry the verdict is the
+    head's (or Not Enough Evidence without one), never the LLM's, and the reason quotes the answer."""
+    out = verify(api_services, VerifyRequest(claim=CLAIM, gold_qa=(
+        {"question": "Do 5G masts spread viruses?", "answer": "No.", "source_url": None,
+         "passage_id": None},)), config("qa-loop", max_tokens=16))
+    assert out["verdict_source"] in ("head", "none") and out["verdict"] in LABELS
+    assert "invalid LLM output after one retry" in out["fallback_reason"]
+    assert "the answer began" in out["fallback_reason"]
+    if out["verdict_source"] == "none":
+        assert out["verdict"] == "Not Enough Evidence" and "no verdict head" in out["fallback_reason"]
+
+
+def test_a_malformed_question_still_fails_with_the_raw_answer(api_services, evidence_alias, api_corpus):
+    """Only the verdict step falls back: an invalid answer to an evidence step fails the claim."""
+    with pytest.raises(LLMOutputInvalid) as err:
+        verify(api_services, VerifyRequest(claim=CLAIM, date=CLAIM_DAY),
+               config("qa-loop", lookup_min_score=None, max_tokens=4))
+    assert err.value.raw and err.value.raw[:3] in str(err.value)
 
 
 def test_llm_down_is_a_clear_error(api_services, evidence_alias, api_corpus):
@@ -184,7 +197,9 @@ def test_a_running_verification_reports_its_stage_and_turn(api_services, evidenc
                                           "budget_s": 0.001})
     run_verify(api_services, job, lambda delivery_id: None)  # the handler alone: the job stays running
     progress = jobs.get(job["id"])["progress"]
-    assert progress["stage"] == "verdict" and progress["turn"] is None and progress["at"]
+    # the last stage: the verdict, or the verdict head after invalid verdict output (the local
+    # 135M model's ratings often support no verdict)
+    assert progress["stage"] in ("verdict", "head") and progress["turn"] is None and progress["at"]
 
 
 def test_verify_job_fails_with_the_reason_when_the_llm_is_down(

@@ -48,3 +48,20 @@ def test_a_head_trained_on_the_dataset_is_flagged_in_sample(tmp_path):
     head = SimpleNamespace(manifest={"data": {"averitec": {"path": str(tmp_path / "averitec_dev")}}})
     assert "in-sample" in head_trained_on(head, str(tmp_path / "averitec_dev"))
     assert head_trained_on(head, str(tmp_path / "other")) is None and head_trained_on(None, "x") is None
+
+
+def test_run_config_counts_verdict_sources_and_fallbacks():
+    from plugin.lab.verification import run_config
+    from plugin.verify.config import get_config
+
+    outs = iter([{"verdict_source": "llm"}, {"verdict_source": "head", "fallback_reason": "invalid"},
+                 {"verdict_source": "none", "fallback_reason": "invalid; no head"}])
+
+    class Fake:
+        def verify(self, req, cfg):
+            return {"verdict": "Refuted", "qa_pairs": [], "tokens": {"prompt": 1, "completion": 1},
+                    "stopped_because": "gold-evidence", "stage": "gold-evidence",
+                    "timings_ms": {"total": 1.0}, **next(outs)}
+
+    _, cost = run_config(Fake(), get_config("qa-loop"), [CLAIM, CLAIM, CLAIM], "gold")
+    assert cost["verdict_sources"] == {"llm": 1, "head (fallback)": 1, "none (fallback)": 1}

@@ -248,3 +248,162 @@ def test_statements_are_bounded_like_the_prompt_says_and_extras_are_cut():
     assert schema["properties"]["statements"]["maxItems"] == 3
     with pytest.raises(ValueError):
         steps.VerdictOut.model_validate({"label_scores": SCORES, "verdict": "Refuted", "statements": []})
+
+
+# -- no bluffing: a verdict is supported by its ratings -----------------------------------------
+ZERO = {"supported": 0.0, "refuted": 0.0, "not_enough_evidence": 0.0, "conflicting": 0.0}
+
+
+@pytest.mark.parametrize(("scores", "verdict", "problem"), [
+    ({"Supported": 0.0, "Refuted": 0.0, "Not Enough Evidence": 0.0, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Supported", "every label is rated 0"),
+    ({}, "Refuted", "every label is rated 0"),
+    ({"Supported": 0.1, "Refuted": 0.9, "Not Enough Evidence": 0.0, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Supported", "under 'Refuted' at 0.90"),
+    ({"Supported": 0.0, "Refuted": 0.0, "Not Enough Evidence": 0.3, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Refuted", "the verdict must be the label with the highest rating"),
+    ({"Supported": 0.1, "Refuted": 0.9, "Not Enough Evidence": 0.0, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Refuted", None),
+    ({"Supported": 0.5, "Refuted": 0.5, "Not Enough Evidence": 0.0, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Supported", None),  # a tie with the highest supports the verdict
+    ({"Supported": 0.01, "Refuted": 0.0, "Not Enough Evidence": 0.0, "Conflicting Evidence/Cherrypicking": 0.0},
+     "Supported", None),
+])
+def test_ratings_problem_is_the_one_rule(scores, verdict, problem):
+    assert steps.LABELS[3] == "Conflicting Evidence/Cherrypicking"
+    got = steps.ratings_problem(scores, verdict)
+    assert (got is None) if problem is None else (problem in got)
+
+
+def test_verdict_schemas_refuse_ratings_that_do_not_support_the_verdict():
+    statements = [{"text": "x", "sources": [1]}]
+    for scores, verdict in ((ZERO, "Supported"), (SCORES, "Supported")):
+        with pytest.raises(ValueError, match="rated"):
+            steps.VerdictOut.model_validate({"label_scores": scores, "verdict": verdict, "statements": statements})
+        with pytest.raises(ValueError, match="rated"):
+            steps.single_call_schema(2).model_validate(
+                {"qa_pairs": [{"question": "q", "answer": "a", "source": 1}], "label_scores": scores,
+                 "verdict": verdict, "statements": statements})
+    assert steps.VerdictOut.model_validate({"label_scores": SCORES, "verdict": "Refuted",
+                                            "statements": statements}).verdict.value == "Refuted"
+    # the summary's ratings carry no verdict: all zero there is no error
+    assert steps.EvidenceSummary.model_validate({"summary": "s", "label_scores": ZERO})
+    # the grammar-constrained order is unchanged: the pairs before the ratings
+    assert list(steps.SingleCallOut.model_fields)[0] == "qa_pairs"
+
+
+class InvalidLLM(ScriptedLLM):
+    """A scripted LLM whose verdict-bearing answers are invalid after the client's retry, as the
+    real client reports it (``LLMOutputInvalid``)."""
+
+    def chat(self, messages, *, schema=None, max_tokens=None, temperature=None):
+        from pydantic import ValidationError
+
+        from plugin.errors import LLMOutputInvalid
+
+        try:
+            return super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature)
+        except ValidationError as exc:
+            raise LLMOutputInvalid(f"no valid {schema.__name__} after one retry ({exc.errors()[0]['msg']})") from exc
+
+
+class Head:
+    def __init__(self):
+        self.seen = []
+
+    def label_scores(self, claim, pairs):
+        self.seen.append((claim, list(pairs)))
+        return {"Supported": 0.1, "Refuted": 0.7, "Not Enough Evidence": 0.15,
+                "Conflicting Evidence/Cherrypicking": 0.05}
+
+
+def zero_answers(verdict="Supported", scores=ZERO):
+    a = answers(decisive=0.5)
+    a[steps.VerdictOut] = {**a[steps.VerdictOut], "label_scores": scores, "verdict": verdict}
+    a[steps.SingleCallOut] = {**a[steps.SingleCallOut], "label_scores": scores, "verdict": verdict}
+    return a
+
+
+@pytest.mark.parametrize("name", ["qa-loop", "single-call"])
+def test_all_zero_ratings_never_yield_a_verdict_on_their_own(name):
+    run = dict(evidence=Evidence(PASSAGES))
+    conf = cfg(name, fewshot=0, hyde=False, max_turns=1)
+    # with a head: the head's verdict, and the result says so and why
+    head = Head()
+    out = Verifier(llm=InvalidLLM(zero_answers()), head=head, **run).verify(VerifyRequest(claim="c"), conf)
+    assert out["verdict"] == "Refuted" and out["verdict_source"] == "head"
+    assert out["label_scores"]["Refuted"] == 0.7 and "every label is rated 0" in out["fallback_reason"]
+    assert head.seen and head.seen[0][1] == out["qa_pairs"] and out["qa_pairs"]
+    # without one: Not Enough Evidence, with the reason; never the LLM's "Supported"
+    out = Verifier(llm=InvalidLLM(zero_answers()), **run).verify(VerifyRequest(claim="c"), conf)
+    assert out["verdict"] == "Not Enough Evidence" and out["verdict_source"] == "none"
+    assert out["label_scores"] == {} and "no verdict head" in out["fallback_reason"]
+    assert "every label is rated 0" in out["fallback_reason"]
+
+
+def test_a_verdict_that_is_not_the_highest_rating_falls_back():
+    out = Verifier(llm=InvalidLLM(zero_answers("Supported", SCORES)), head=Head()).verify(
+        VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},)),
+        cfg("qa-loop", fewshot=0))
+    assert out["verdict_source"] == "head" and out["verdict"] == "Refuted"
+    assert "'Supported' is rated 0.10, under 'Refuted' at 0.90" in out["fallback_reason"]
+
+
+def test_verdict_source_says_where_each_verdict_came_from():
+    conf = cfg("qa-loop", fewshot=0, hyde=False)
+    out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES), head=Head()).verify(
+        VerifyRequest(claim="c"), conf)
+    assert out["verdict_source"] == "llm" and "fallback_reason" not in out  # head_weight 0: no blend
+    out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES), head=Head()).verify(
+        VerifyRequest(claim="c"), conf.model_copy(update={"head_weight": 0.5}))
+    assert out["verdict_source"] == "llm+head" and out["verdict"] == "Refuted"
+    scores = out["label_scores"]
+    assert steps.ratings_problem(scores, out["verdict"]) is None  # a blend is supported by construction
+    out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head"))
+    assert out["verdict_source"] == "head" and "fallback_reason" not in out
+    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    assert out["verdict_source"] == "fact-check"
+    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    assert out["verdict_source"] == "none"
+
+
+def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeypatch):
+    """The real client: an answer whose ratings do not support its verdict is retried once with
+    the reason shown to the model; a good second answer is used, a second bad one is invalid."""
+    import json
+
+    from plugin.errors import LLMOutputInvalid
+    from plugin.llm import LLMClient
+    from plugin.llm.client import _Answer
+    from plugin.settings import Settings
+
+    bad = {"label_scores": ZERO, "verdict": "Supported", "statements": [{"text": "x", "sources": [1]}]}
+    good = {**bad, "label_scores": SCORES, "verdict": "Refuted"}
+
+    def scripted(replies):
+        sent = []
+
+        def complete(self, body):
+            sent.append(body)
+            return _Answer(text=json.dumps(replies[len(sent) - 1]), prompt_tokens=1, completion_tokens=1,
+                           seconds=0.0, finish_reason="stop")
+        monkeypatch.setattr(LLMClient, "_complete", complete)
+        return sent
+
+    client = LLMClient(Settings(llm_url="http://llm.invalid/v1"))
+    sent = scripted([bad, good])
+    reply = client.chat([{"role": "user", "content": "verdict?"}], schema=steps.VerdictOut)
+    assert reply.attempts == 2 and reply.parsed.verdict.value == "Refuted"
+    assert "every label is rated 0" in sent[1]["messages"][-1]["content"]  # the reason, shown
+    sent = scripted([bad, bad, good])
+    with pytest.raises(LLMOutputInvalid, match="every label is rated 0") as err:
+        client.chat([{"role": "user", "content": "verdict?"}], schema=steps.VerdictOut)
+    assert err.value.prompt_tokens == 2 and err.value.completion_tokens == 2
+    assert len(sent) == 2  # once, never more
+    # and the verifier: two bad answers → the head decides
+    sent = scripted([bad, bad])
+    out = Verifier(llm=client, head=Head()).verify(
+        VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},)),
+        cfg("qa-loop", fewshot=0))
+    assert len(sent) == 2 and out["verdict_source"] == "head" and out["verdict"] == "Refuted"
+    assert out["tokens"] == {"prompt": 2, "completion": 2, "calls": 1}  # both attempts counted
