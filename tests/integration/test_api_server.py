@@ -116,7 +116,10 @@ def test_chunked_bodies_through_gunicorn_are_whole_or_413(api_settings, api_serv
                                                           make_alias, tmp_path):
     """gunicorn is what hands the app a chunked body (wsgi.input_terminated): over the limit it
     is a 413 that writes nothing, within it every byte is read."""
+    from plugin.image.inputs import image_body_bytes
+
     settings = api_settings.model_copy(update={"max_json_bytes": 1024, "max_request_bytes": 4096,
+                                               "image_max_bytes": 1024,
                                                "index": make_alias(), "evidence_index": make_alias()})
     store, kv = api_services.store, api_services.kv
 
@@ -135,7 +138,9 @@ def test_chunked_bodies_through_gunicorn_are_whole_or_413(api_settings, api_serv
         over = [("/v1/fact-checks?async=true", rows(60, "over"), "application/x-ndjson"),  # the probe's case
                 ("/v1/fact-checks", rows(60, "over"), "application/x-ndjson"),
                 ("/v1/evidence", evidence, "application/x-ndjson"),
-                ("/v1/match", json.dumps({"text": "glaciers"}).encode() + b" " * 2000, "application/json")]
+                # a route that takes an image: its limit holds one of image_max_bytes in base64
+                ("/v1/match", json.dumps({"text": "glaciers"}).encode() + b" " * image_body_bytes(settings),
+                 "application/json")]
         for path, body, ctype in over:
             status, problem = post_chunked(port, path, body, ctype, write_key)
             assert status == 413 and problem["status"] == 413, (path, status, problem)
