@@ -44,38 +44,44 @@ def check_one(data: Mapping[str, Any]) -> None:
         raise BadInput("give either image (the bytes, base64) or image_url, not both")
 
 
-def decode_base64(value: str, max_bytes: int) -> bytes:
+def decode_base64(value: str, max_bytes: int, field: str = "image") -> bytes:
     """The bytes of a base64 image (standard or URL-safe alphabet, padding optional, white space
-    ignored, a ``data:`` URL prefix allowed); ``ContentTooLarge`` over ``max_bytes`` (judged
-    before decoding), ``BadInput`` when it is not base64."""
+    ignored, a ``data:`` URL prefix allowed), whoever gives it (a post's ``image``, a fact-check's
+    ``image_base64``: ``field`` names it in messages); ``ContentTooLarge`` over ``max_bytes``
+    (judged before decoding), ``BadInput`` when it is not base64."""
     if not isinstance(value, str):
-        raise BadInput("image must be a base64 string")
+        raise BadInput(f"{field} must be a base64 string")
     text = _SPACE.sub("", _DATA_URL.sub("", value.strip(), count=1))
+    too_large = ContentTooLarge(f"{field} is larger than {max_bytes:,} bytes (FACTSIEVE_IMAGE_MAX_BYTES)")
     if 3 * (len(text) // 4) > max_bytes + 3:
-        raise ContentTooLarge(f"the image is larger than {max_bytes:,} bytes (FACTSIEVE_IMAGE_MAX_BYTES)")
+        raise too_large
     text = text.replace("-", "+").replace("_", "/").rstrip("=")
     try:
         data = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
     except (binascii.Error, ValueError):
-        raise BadInput("image is not valid base64 (standard or URL-safe, optionally a data: URL)") from None
+        raise BadInput(f"{field} is not valid base64 (standard or URL-safe, optionally a data: URL)") from None
     if not data:
-        raise BadInput("image is empty")
+        raise BadInput(f"{field} is empty")
     if len(data) > max_bytes:
-        raise ContentTooLarge(f"the image is larger than {max_bytes:,} bytes (FACTSIEVE_IMAGE_MAX_BYTES)")
+        raise too_large
     return data
 
 
-def read_image_file(path: Path, max_bytes: int) -> bytes:
-    """A local image file's bytes (the CLI's ``--image``, ingest's ``image_path``):
-    ``ContentTooLarge`` over ``max_bytes`` (never reading more than one byte past it),
-    ``BadInput`` naming a file that cannot be read."""
+def read_image_file(path: Path | str, max_bytes: int, field: str = "image") -> bytes:
+    """A local image file's bytes (the CLI's ``--image``, ingest's ``image_path``: ``field``
+    names it in messages): ``ContentTooLarge`` over ``max_bytes`` (never reading more than one
+    byte past it), ``BadInput`` naming a file that cannot be read."""
+    file = Path(path).expanduser()
     try:
-        with open(path, "rb") as fh:
+        if not file.is_file():
+            raise BadInput(f"cannot read the {field} {str(path)!r}: it "
+                           + ("is not a file" if file.exists() else "does not exist"))
+        with file.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise BadInput(f"cannot read the image {str(path)!r}: {exc.strerror or exc}") from None
+        raise BadInput(f"cannot read the {field} {str(path)!r}: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
-        raise ContentTooLarge(f"the image {str(path)!r} is larger than {max_bytes:,} bytes "
+        raise ContentTooLarge(f"the {field} {str(path)!r} is larger than {max_bytes:,} bytes "
                               f"(FACTSIEVE_IMAGE_MAX_BYTES)")
     return data
 

@@ -13,14 +13,11 @@ goes on.
 """
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plugin.errors import BadInput, ContentTooLarge
+from plugin.errors import BadInput
+from plugin.image.inputs import decode_base64, read_image_file
 from plugin.models import FactCheck
 from plugin.settings import Settings
 
@@ -30,45 +27,6 @@ if TYPE_CHECKING:
 #: What ``ingest`` takes: a fact-check with an image → what the image stage read from it.
 ImageStep = Callable[[FactCheck], "ImageAnalysis"]
 
-_DATA_URL = re.compile(r"data:[\w/+.-]*(?:;[\w=.-]+)*;base64,", re.IGNORECASE)
-_SPACE = re.compile(r"\s+")
-
-
-def decode_base64(text: str, max_bytes: int) -> bytes:
-    """The bytes of ``image_base64`` (plain base64 or a ``data:…;base64,`` URL), refused before
-    decoding when they would exceed ``max_bytes``."""
-    text = _SPACE.sub("", text)
-    if m := _DATA_URL.match(text):
-        text = text[m.end():]
-    if len(text) // 4 * 3 > max_bytes + 2:
-        raise ContentTooLarge(f"image_base64 holds more than {max_bytes} bytes "
-                              "(FACTSIEVE_IMAGE_MAX_BYTES)")
-    try:
-        data = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise BadInput("image_base64 is not base64") from None
-    if len(data) > max_bytes:
-        raise ContentTooLarge(f"image_base64 holds more than {max_bytes} bytes "
-                              "(FACTSIEVE_IMAGE_MAX_BYTES)")
-    return data
-
-
-def read_file(path: str, max_bytes: int) -> bytes:
-    """A local image file, at most ``max_bytes`` of it."""
-    file = Path(path).expanduser()
-    try:
-        if not file.is_file():
-            raise BadInput(f"image_path {path!r} is not a file" if file.exists()
-                           else f"image_path {path!r} does not exist")
-        with file.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise BadInput(f"image_path {path!r} cannot be read: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise ContentTooLarge(f"image_path {path!r} is larger than {max_bytes} bytes "
-                              "(FACTSIEVE_IMAGE_MAX_BYTES)")
-    return data
-
 
 def image_bytes(fc: FactCheck, settings: Settings, *, local_files: bool,
                 fetch: Callable[[str, Settings], bytes] | None = None) -> bytes | None:
@@ -76,12 +34,12 @@ def image_bytes(fc: FactCheck, settings: Settings, *, local_files: bool,
     ``image_path`` may be read (the CLI), else it is refused."""
     limit = settings.image_max_bytes
     if fc.image_base64:
-        return decode_base64(fc.image_base64, limit)
+        return decode_base64(fc.image_base64, limit, "image_base64")
     if fc.image_path:
         if not local_files:
             raise BadInput("image_path names a local file, which only the CLI's `factsieve ingest` "
                            "reads; send the image as image_base64 or image_url")
-        return read_file(fc.image_path, limit)
+        return read_image_file(fc.image_path, limit, "image_path")
     if fc.image_url:
         if fetch is None:
             from plugin.image.fetch import fetch_image as fetch

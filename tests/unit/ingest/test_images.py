@@ -8,7 +8,8 @@ import pytest
 
 from plugin.errors import BadInput, ContentTooLarge, UnsupportedContentType
 from plugin.ingest import Format, IngestReport, parse_bytes, read_records
-from plugin.ingest.images import decode_base64, image_bytes, image_step, read_file
+from plugin.image.inputs import decode_base64, read_image_file
+from plugin.ingest.images import image_bytes, image_step
 from plugin.ingest.pipeline import read_images, to_document, to_factcheck
 from plugin.models import FactCheck
 
@@ -99,21 +100,21 @@ def test_base64_forms(text):
 
 
 def test_base64_refusals():
-    with pytest.raises(BadInput, match="image_base64 is not base64"):
-        decode_base64("not base64!", 4096)
-    with pytest.raises(ContentTooLarge, match="more than 1024 bytes"):
-        decode_base64(base64.b64encode(PIXELS).decode(), 1024)
+    with pytest.raises(BadInput, match="image_base64 is not valid base64"):
+        decode_base64("not base64!", 4096, "image_base64")
+    with pytest.raises(ContentTooLarge, match="image_base64 is larger than 1,024 bytes"):
+        decode_base64(base64.b64encode(PIXELS).decode(), 1024, "image_base64")
 
 
 def test_read_file(tmp_path):
     (tmp_path / "a.png").write_bytes(PIXELS)
-    assert read_file(str(tmp_path / "a.png"), 4096) == PIXELS
-    with pytest.raises(ContentTooLarge, match="larger than 1024 bytes"):
-        read_file(str(tmp_path / "a.png"), 1024)
+    assert read_image_file(str(tmp_path / "a.png"), 4096, "image_path") == PIXELS
+    with pytest.raises(ContentTooLarge, match="larger than 1,024 bytes"):
+        read_image_file(str(tmp_path / "a.png"), 1024, "image_path")
     with pytest.raises(BadInput, match="does not exist"):
-        read_file(str(tmp_path / "b.png"), 4096)
+        read_image_file(str(tmp_path / "b.png"), 4096, "image_path")
     with pytest.raises(BadInput, match="is not a file"):
-        read_file(str(tmp_path), 4096)
+        read_image_file(str(tmp_path), 4096, "image_path")
 
 
 def test_where_the_bytes_come_from(settings, tmp_path):
