@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from plugin.lab.images.cer import cer  # noqa: F401 (the tests read OCR with the lab's measure)
+
 FONTS = {
     "sans": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "bold": "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
@@ -96,16 +98,3 @@ def encode(im: Image.Image, fmt: str = "PNG", **kw) -> bytes:
     buf = io.BytesIO()
     im.save(buf, fmt, **kw)
     return buf.getvalue()
-
-
-def cer(got: str, want: str) -> float:
-    """Character error rate: the Levenshtein distance over the reference's length, whitespace
-    runs counted as one space."""
-    a, b = " ".join(got.split()), " ".join(want.split())
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1] / max(1, len(b))
