@@ -174,10 +174,15 @@ class VerdictHead:
         check_manifest(manifest, model, embedder)
         return cls(model, manifest, embedder)
 
-    def label_scores(self, claim: str, qa_pairs: list[dict[str, Any]]) -> dict[str, float]:
-        return self.batch_scores([(claim, qa_pairs)])[0]
+    def label_scores(self, claim: str, qa_pairs: list[dict[str, Any]],
+                     date: str | None = None) -> dict[str, float]:
+        return self.batch_scores([(claim, qa_pairs)], [date])[0]
 
-    def batch_scores(self, items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[dict[str, float]]:
+    def batch_scores(self, items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+                     dates: Sequence[str | None] | None = None) -> list[dict[str, float]]:
+        """Label probabilities per ``(claim, qa_pairs)``. ``dates`` (the claims' ISO dates) is
+        part of the verdict-model interface (``plugin.verify.verifier.VerdictHead``); this head
+        does not read it."""
         if not items:
             return []
         probs = self.model.probabilities(featurize(self.embedder, items))

@@ -53,7 +53,14 @@ class EvidenceSearch(Protocol):
 
 
 class VerdictHead(Protocol):
-    def label_scores(self, claim: str, qa_pairs: list[dict[str, Any]]) -> dict[str, float]: ...
+    """A verdict model without an LLM (``plugin.verify.head.VerdictHead``, or the fine-tuned
+    cross-encoder): the four labels' probabilities for a claim, its ISO date (``None`` when not
+    known) and its question–answer evidence; ``batch_scores`` does many at once."""
+
+    def label_scores(self, claim: str, qa_pairs: list[dict[str, Any]],
+                     date: str | None = None) -> dict[str, float]: ...
+
+    def batch_scores(self, items: Any, dates: Any = None) -> list[dict[str, float]]: ...
 
 
 @dataclass(frozen=True)
