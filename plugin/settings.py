@@ -267,6 +267,11 @@ class Settings(BaseSettings):
     nltk_data_dir: Path = Path(".cache/nltk_data")
     #: The verdict head's weights (``factsieve train-verdict``; the packaged artifact when unset).
     verdict_head_path: Path | None = None
+    #: The verdict model without an LLM (the ``head`` and ``cited`` strategies, the blend with an
+    #: LLM's ratings and the fallback after invalid LLM output): ``head`` (the logistic head on
+    #: frozen features) or the name of a committed fine-tuned verdict model
+    #: (``plugin/artefacts/verdict/<name>.npz``, ``factsieve train-verdict --kind cross-encoder``).
+    verdict_model: str = "head"
 
     # -- images (plugin.image) -------------------------------------------------------------------
     #: Tesseract language packs the image stage reads with (Tesseract's names: ``eng``, ``spa``,

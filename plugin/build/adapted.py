@@ -134,3 +134,35 @@ def build_lora_reranker(settings: Settings, name: str, *, force: bool = False,
         # int8 only where training measured that it ranks like fp32 (``rerank.OnnxCrossEncoder``
         # prefers an int8 file when there is one)
         int8=bool(adapter.manifest.get("int8", False)))
+
+
+def build_verdict_model(settings: Settings, name: str, *, force: bool = False,
+                        folder: Path | None = None, dest: Path | None = None,
+                        int8: bool | None = None) -> Path:
+    """Merge the verdict-model adapter ``name`` (committed under ``plugin/artefacts/verdict``,
+    or from ``folder``) into the base encoder and write its four-label ONNX classifier folder
+    into the model cache, or ``dest`` (idempotent; ``plugin.verify.verdict_model`` serves it).
+    An int8 copy is written when the adapter's manifest says int8 labels like fp32 (``int8``
+    overrides: training's own check builds both)."""
+    from plugin.embedding.adapter import load_adapter
+    from plugin.verify import verdict_model as vm
+
+    if folder is None and name not in vm.packaged_models():
+        raise ModelUnavailable(f"no verdict model {name!r} in {vm.adapter_dir()} (known: "
+                               f"{', '.join(vm.packaged_models()) or 'none'}): set FACTSIEVE_VERDICT_MODEL "
+                               "to one of them or to head")
+    adapter = load_adapter(name, folder or vm.adapter_dir())
+    if adapter.manifest.get("kind") != vm.KIND:
+        raise ModelUnavailable(f"{name!r} is not a verdict-model adapter (kind "
+                               f"{adapter.manifest.get('kind')!r}, expected {vm.KIND!r})")
+    check_base(adapter, settings, what="verdict model",
+               retrain="`factsieve train-verdict --kind cross-encoder`")
+    labels = list(adapter.manifest.get("labels") or [])
+    carried = {k: adapter.manifest[k] for k in vm.CARRIED if k in adapter.manifest}
+    return build_adapted(
+        settings, adapter, dest or vm.built_dir(settings, name),
+        graph=lambda weights, shape: bert_classifier_onnx_model(weights, shape, num_labels=len(labels),
+                                                                pooling="mean"),
+        manifest_file=vm.MANIFEST, manifest={"adapter": name, **carried},
+        version=vm.BUILDER_VERSION, force=force,
+        int8=bool(adapter.manifest.get("int8", False)) if int8 is None else int8)

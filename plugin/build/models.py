@@ -1,21 +1,23 @@
 """``factsieve model build``: every model a deployment serves, built into the model cache.
 
 The packaged test model (when it is the configured one), then a query tower per query adapter
-(committed, and ``FACTSIEVE_QUERY_ADAPTER_DIR``'s) and a cross-encoder per committed reranker
-adapter, each merged into this deployment's base model. Every step reuses a current folder, so
-running it again is cheap; the Dockerfile, ``make demo`` and ``make test`` run it.
+(committed, and ``FACTSIEVE_QUERY_ADAPTER_DIR``'s), a cross-encoder per committed reranker
+adapter and a four-label classifier per committed verdict-model adapter, each merged into this
+deployment's base model. Every step reuses a current folder, so running it again is cheap; the
+Dockerfile, ``make demo`` and ``make test`` run it.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plugin.build.adapted import build_lora_reranker, build_query_tower
+from plugin.build.adapted import build_lora_reranker, build_query_tower, build_verdict_model
 from plugin.build.folder import build_test_model
 from plugin.embedding import rebuilt_model_dir
 from plugin.embedding.adapter import known_adapters
 from plugin.errors import ModelUnavailable
 from plugin.search.lora_reranker import packaged_rerankers
 from plugin.settings import TEST_MODEL
+from plugin.verify.verdict_model import packaged_models
 
 if TYPE_CHECKING:
     from plugin.settings import Settings
@@ -41,4 +43,11 @@ def build_models(settings: Settings, *, force: bool = False) -> dict[str, Any]:
         except ModelUnavailable as exc:
             rerankers[name] = f"skipped: {exc}"
     out["rerankers"] = rerankers
+    verdict = {}
+    for name in packaged_models():
+        try:
+            verdict[name] = str(build_verdict_model(settings, name, force=force))
+        except ModelUnavailable as exc:
+            verdict[name] = f"skipped: {exc}"
+    out["verdict_models"] = verdict
     return out

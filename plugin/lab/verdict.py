@@ -52,10 +52,12 @@ class Example:
     pairs: tuple[dict[str, Any], ...]
     label: str
     source: str
+    #: the claim's ISO date where the dataset gives one (the fine-tuned model reads it)
+    date: str | None = None
 
 
 def load_averitec(path: Path) -> list[Example]:
-    return [Example(str(c["id"]), c["claim"], tuple(gold_qa_pairs(c)), c["label"], TARGET)
+    return [Example(str(c["id"]), c["claim"], tuple(gold_qa_pairs(c)), c["label"], TARGET, c.get("date"))
             for c in read_claims(path)]
 
 

@@ -300,10 +300,19 @@ class Services:
             self.store, self.embedder, self.settings, max_per_url=n))
 
     def verdict_head(self) -> Any:
-        from plugin.verify.head import VerdictHead
+        """The configured verdict model (``FACTSIEVE_VERDICT_MODEL``): the head, or a fine-tuned
+        cross-encoder (built into the model cache on first use when ``model build`` has not)."""
+        name = self.settings.verdict_model
+        if name == "head":
+            from plugin.verify.head import VerdictHead
 
-        return self._get("verdict_head", lambda: VerdictHead.load(self.settings.verdict_head_path,
-                                                                   self.embedder))
+            return self._get("verdict_head", lambda: VerdictHead.load(self.settings.verdict_head_path,
+                                                                       self.embedder))
+        from plugin.build.adapted import build_verdict_model
+        from plugin.verify.verdict_model import CrossEncoderVerdictModel
+
+        return self._get(f"verdict_model:{name}",
+                         lambda: CrossEncoderVerdictModel(build_verdict_model(self.settings, name)))
 
     def fallback_head(self) -> Any:
         """The verdict head when it loads, else ``None``: an LLM configuration's verdict after

@@ -99,7 +99,7 @@ class PairScorer:
     """The cross-encoder as JAX functions: the frozen bottom (cached), the adapted top, the head."""
 
     def __init__(self, jax: Any, shape: Any, weights: dict[str, np.ndarray],
-                 options: LoraRerankerOptions, start: Any = None) -> None:
+                 options: LoraRerankerOptions, start: Any = None, num_labels: int = 1) -> None:
         from plugin.lab.query_tower import Tower, TowerOptions
 
         self.jax, self.jnp, self.options = jax, jax.numpy, options
@@ -109,8 +109,9 @@ class PairScorer:
         self.params = {"lora": self.tower.params,
                        "head": {"pooler.dense.weight": self.jnp.eye(h, dtype=self.jnp.float32),
                                 "pooler.dense.bias": self.jnp.zeros(h),
-                                "classifier.weight": self.jnp.zeros((1, h)),
-                                "classifier.bias": self.jnp.zeros(1)}}
+                                "classifier.weight": self.jnp.zeros((num_labels, h)),
+                                "classifier.bias": self.jnp.zeros(num_labels)}}
+        self.num_labels = num_labels
         if start is not None:
             self.params = warm_params(self.jnp, start, self.params)
         self._logits = jax.jit(self.logits)
@@ -121,7 +122,8 @@ class PairScorer:
         mean = (y * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
         head = params["head"]
         pooled = jnp.tanh(mean @ head["pooler.dense.weight"].T + head["pooler.dense.bias"])
-        return (pooled @ head["classifier.weight"].T + head["classifier.bias"])[:, 0]
+        out = pooled @ head["classifier.weight"].T + head["classifier.bias"]
+        return out[:, 0] if self.num_labels == 1 else out
 
     def cache(self, pairs: Sequence[Sequence[int]], batch: int = 32) -> list[np.ndarray]:
         """Hidden states below the adapted layers, one array per pair, kept in fp16."""
@@ -136,12 +138,16 @@ class PairScorer:
             i += len(g)
         return out
 
-    def score(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64) -> np.ndarray:
+    def score(self, params: dict[str, Any], cached: Sequence[np.ndarray], batch: int = 64,
+              widths: Callable[[int], int] | None = None) -> np.ndarray:
+        """Logits per cached pair: ``(n,)`` for one label, ``(n, num_labels)`` otherwise.
+        ``widths``: a batch's padded width from its longest pair (default: the tower's)."""
         order = np.argsort([-len(c) for c in cached], kind="stable")
-        out = np.empty(len(cached), np.float32)
+        out = np.empty((len(cached),) if self.num_labels == 1 else (len(cached), self.num_labels), np.float32)
         for start in range(0, len(cached), batch):
             idx = order[start:start + batch]
-            x, m = self.tower.pad([cached[i].astype(np.float32) for i in idx], self.tower.width)
+            rows = [cached[i].astype(np.float32) for i in idx]
+            x, m = self.tower.pad(rows, widths(max(len(r) for r in rows)) if widths else self.tower.width)
             out[idx] = np.asarray(self._logits(params, x, m))
         return out
 
