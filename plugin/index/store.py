@@ -7,6 +7,7 @@ never a traceback).
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -179,7 +180,8 @@ class Store:
                              for seg in c["segments"].values() if seg.get("search", True))
         return total
 
-    def force_merge(self, index: str, *, max_segments: int = 1, lease_timeout_s: float = 90.0) -> float:
+    def force_merge(self, index: str, *, max_segments: int = 1, lease_timeout_s: float = 90.0,
+                    poll_s: float = 2.0) -> float:
         """Merge ``index`` down to ``max_segments`` per shard; returns the seconds it took.
 
         For an index that is loaded once and then only read (an evaluation corpus, a bulk
@@ -188,16 +190,33 @@ class Store:
         passed its last operation: until then OpenSearch must keep ``_recovery_source`` (the
         unfiltered source, embedding included) and the merge could not drop it. An index that
         is already one segment is left as it is by the merge, recovery source included.
+        The merge is sent once as a task and polled every ``poll_s`` (``wait_for_task``).
         """
         t0 = time.perf_counter()
         self.refresh(index)
         deadline = t0 + lease_timeout_s
         while not self._leases_caught_up(index) and time.perf_counter() < deadline:
             time.sleep(1.0)
-        self._call(f"force merge {index}", self.client.indices.forcemerge, index=index,
-                   max_num_segments=max_segments, request_timeout=max(600, lease_timeout_s))
+        # sent once, as a task: a merge of a large index outlasts any client timeout, and a
+        # request that timed out was sent again by the client's retry (merges stacked up)
+        task = self._call(f"force merge {index}", self.client.indices.forcemerge, index=index,
+                          max_num_segments=max_segments, wait_for_completion=False)
+        self.wait_for_task(task["task"], what=f"force merge {index}", poll_s=poll_s)
         self.refresh(index)  # the merged segment becomes the searchable one
         return time.perf_counter() - t0
+
+    def wait_for_task(self, task_id: str, *, what: str, poll_s: float = 2.0) -> dict[str, Any]:
+        """Poll the tasks API until task ``task_id`` has completed, however long that takes (the
+        node works on; only a node that stops answering ends the wait); its record, or
+        ``BackendError`` when it failed."""
+        while True:
+            found = self._call(f"{what} (task {task_id})", self.client.tasks.get, task_id=task_id)
+            if found.get("completed"):
+                failed = found.get("error") or ((found.get("response") or {}).get("_shards") or {}).get("failures")
+                if failed:
+                    raise BackendError(f"{what} failed: {json.dumps(failed)[:500]}")
+                return found
+            time.sleep(poll_s)
 
     def _leases_caught_up(self, index: str) -> bool:
         stats = self._call(f"stats {index}", self.client.indices.stats, index=index, level="shards")

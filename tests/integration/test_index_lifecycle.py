@@ -58,8 +58,22 @@ def test_force_merge_leaves_one_segment(store, make_alias):
         store.put(alias, f"d{i}", {"id": f"d{i}", "claim": "c", "embedding": [1.0, float(i), 0.0]},
                   refresh=True)
     assert store.segment_count(alias) == 3
-    store.force_merge(alias, lease_timeout_s=0)  # no need to wait for the retention lease here
+    store.force_merge(alias, lease_timeout_s=0, poll_s=0.1)  # no lease to wait for here
     assert store.segment_count(alias) == 1 and store.count(alias) == 3
+    # sent once, as a task the client polled (its record is kept in .tasks): never re-sent
+    store.client.indices.refresh(index=".tasks")
+    names = {alias, *store.alias_indices(alias)}
+    merges = [h["_source"] for h in store.client.search(index=".tasks", body={"size": 1000})["hits"]["hits"]
+              if h["_source"]["task"]["action"] == "indices:admin/forcemerge"
+              and any(f"[{n}]" in h["_source"]["task"]["description"] for n in names)]
+    assert len(merges) == 1 and merges[0]["completed"] is True
+
+
+def test_waiting_for_a_task_that_is_not_there_says_so(store):
+    from plugin.errors import NotFound
+
+    with pytest.raises(NotFound, match="force merge x .task"):
+        store.wait_for_task("nonode:12345", what="force merge x")
 
 
 def test_language_analyzers_are_installed(store, make_alias):
