@@ -224,7 +224,8 @@ def train_verdict_xenc(settings: Any, datasets: Mapping[str, Path], *, out: Path
                        device: str = "cpu", progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Cross-validate (unless ``cv`` is false), train on everything, write the adapter to
     ``out`` (``<name>.npz`` + ``.json``) and the out-of-fold probabilities beside it
-    (``<name>.oof.json``). ``embedder``: refit the head on the same folds for comparison."""
+    (``<name>.oof-gold.json``, and ``-retrieved`` with ``retrieved``; git ignores them there).
+    ``embedder``: refit the head on the same folds for comparison."""
     from plugin.embedding.adapter import save_adapter
     from plugin.embedding.query_tower import base_model_dir
     from plugin.lab.query_tower import load_jax
@@ -286,12 +287,13 @@ def train_verdict_xenc(settings: Any, datasets: Mapping[str, Path], *, out: Path
     report.update(int8=check["agreement"] >= INT8_MIN_AGREEMENT, int8_check=check)
     path = save_adapter(Path(out), name, deltas, options.scale, report, whole=head)
     report["artifact"] = {"path": str(path), "bytes": path.stat().st_size}
-    if oof:
+    if oof:  # beside the adapter, not committed: the blend weight's choice reads them
         import json
 
-        oof_path = Path(out) / f"{name}.oof.json"
-        oof_path.write_text(json.dumps(oof, indent=1) + "\n", encoding="utf-8")
-        report["artifact"]["oof"] = str(oof_path)
+        for evidence, body in oof.items():
+            oof_path = Path(out) / f"{name}.oof-{evidence}.json"
+            oof_path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+            report["artifact"][f"oof_{evidence}"] = str(oof_path)
     return report
 
 
@@ -324,10 +326,11 @@ def _cross_validate(trainer: Trainer, cached: list[np.ndarray], ret_cached: list
         if ret_cached is not None:
             runs["retrieved"].append(metrics(probs["retrieved"], gold))
         if shuffle == shuffles[0]:
-            oof = {"model": "cross-encoder", "evidence": "gold", "folds": folds, "shuffle": shuffle,
-                   "labels": list(LABELS),
-                   "claims": {str(i): {k: round(float(v), 4) for k, v in zip(LABELS, row)}
-                              for i, row in zip(ids, probs["gold"])}}
+            oof = {evidence: {"model": "cross-encoder", "evidence": evidence, "folds": folds,
+                              "shuffle": shuffle, "labels": list(LABELS),
+                              "claims": {i: {k: round(float(v), 4) for k, v in zip(LABELS, row)}
+                                         for i, row in zip(ids, probs[evidence])}}
+                   for evidence in (("gold", "retrieved") if ret_cached is not None else ("gold",))}
     cv = {"folds": folds, "shuffles": list(shuffles), "claims": len(gold),
           "gold": summary(runs["gold"])}
     if runs["retrieved"]:
