@@ -77,8 +77,12 @@ def print_verification(out: dict[str, Any]) -> None:
     print(f"  claim: {out['claim']}" + (f"  ({out['date']})" if out.get("date") else ""))
     print(f"  configuration: {out['config']}   stage: {out['stage']}   stopped: {out['stopped_because']}")
     for i, p in enumerate(out["qa_pairs"], start=1):
-        print(f"  [{i}] Q: {p['question']}\n      A: {p['answer']}" + (f"\n      source: {p['source_url']}"
-                                                                      if p.get("source_url") else ""))
+        if p.get("answer_kind") == "passage":  # the cited strategy: passages, each with its stance
+            print(f"  [{i}] {p['stance']} ({p['stance_strength']:.2f}): {p['answer'][:300]}")
+        else:
+            print(f"  [{i}] Q: {p['question']}\n      A: {p['answer']}")
+        if p.get("source_url"):
+            print(f"      source: {p['source_url']}")
     print(f"  verdict: {out['verdict']}")
     if out.get("label_scores"):
         print("  ratings: " + ", ".join(f"{k} {v:.2f}" for k, v in out["label_scores"].items()))
@@ -131,7 +135,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("claim")
     sp.add_argument("--date", help="claim date YYYY-MM-DD: only evidence published before it")
     sp.add_argument("--lang", help="language of the claim (ISO 639-1); detected when omitted")
-    sp.add_argument("--config", help="verification configuration: lookup, qa-loop, single-call or head")
+    sp.add_argument("--config", help="verification configuration: lookup, qa-loop, single-call, head or cited")
     sp.add_argument("--exclude-url", action="append", help="never use this page as evidence (repeatable)")
     sp.add_argument("--exclude-domain", action="append", help="never use this site as evidence (repeatable)")
     sp.add_argument("--budget", type=float, help="seconds for the evidence loop (the configuration's by default)")

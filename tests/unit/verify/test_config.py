@@ -17,7 +17,8 @@ def test_packaged_configurations_resolve_to_what_they_were_before_inheritance():
     raw = json.loads(packaged_path().read_text())
     assert "notes" not in raw  # in docs/design/verification.md
     assert {n: b.get("base") for n, b in raw["configs"].items()} == {
-        "lookup": None, "qa-loop": "lookup", "single-call": "lookup", "head": None}
+        "lookup": None, "qa-loop": "lookup", "single-call": "lookup", "head": None,
+        "cited": "lookup", "cited-cap": "cited"}
 
 
 def test_a_configuration_takes_its_bases_fields_under_its_own():
