@@ -103,7 +103,7 @@ def print_verification(out: dict[str, Any]) -> None:
 def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.verification import evaluate_verification, table
     from plugin.verify.averitec import read_claims
-    from plugin.verify.config import get_config, load_configs
+    from plugin.verify.config import get_config, load_configs, parse_overrides, with_overrides
     from plugin.verify.wordnet import ensure_wordnet
 
     dataset = args.dataset or DEFAULT_AVERITEC
@@ -116,6 +116,9 @@ def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> i
     configs = {n: get_config(n) for n in names}
     if args.budget:
         configs = {n: c.model_copy(update={"budget_s": args.budget}) for n, c in configs.items()}
+    changes = parse_overrides(args.set or [])
+    if changes:
+        configs = {n: with_overrides(c, changes) for n, c in configs.items()}
 
     def on_claim(config: str, i: int) -> None:
         if args.verbose_progress:
@@ -123,6 +126,8 @@ def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> i
 
     result = evaluate_verification(services, str(dataset), read_claims(dataset), configs,
                                    evidence=args.evidence, limit=args.limit, on_claim=on_claim)
+    if changes:
+        result["overrides"] = changes
     if args.table:
         print(table(result))
     else:
@@ -151,5 +156,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--evidence", default="retrieved", choices=["retrieved", "gold"],
                     help="retrieved: search the gold-answers pool; gold: the gold QA pairs go to the verdict step")
     sp.add_argument("--budget", type=float, help="override every configuration's time budget (s)")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a field of every configuration, VALUE as JSON (e.g. --set mmr_lambda=0.5; repeatable)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
     sp.add_argument("--progress", dest="verbose_progress", action="store_true", help="print each claim to stderr")

@@ -130,6 +130,34 @@ def default_name(path: Path | None = None) -> str:
     return _parse(str(path or packaged_path()))[0]
 
 
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items (``--set``) as configuration fields: VALUE is read as JSON (``0.7``,
+    ``null``, ``true``), else kept as text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--set takes KEY=VALUE, not {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def with_overrides(cfg: VerificationConfig, changes: dict[str, Any]) -> VerificationConfig:
+    """``cfg`` with ``changes`` applied and validated like the file's fields (an unknown field
+    or a value out of range is refused, naming it)."""
+    fixed = {"name", "strategy"} & set(changes)
+    if fixed:
+        raise BadInput(f"--set cannot change {', '.join(sorted(fixed))}: name another configuration")
+    try:
+        return VerificationConfig.model_validate({**cfg.model_dump(), **changes})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInput(f"--set {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
 def get_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:
     configs = load_configs(path)
     name = name or default_name(path)
