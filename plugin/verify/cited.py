@@ -114,11 +114,12 @@ def stance(scores: Mapping[str, float]) -> tuple[str, float]:
     ``supports`` when P(Supported) leads P(Refuted) by :data:`STANCE_MARGIN` or more,
     ``refutes`` the other way round, else ``neither``. The strength is the leader's probability
     minus the other's (0 for ``neither``)."""
-    s, r = float(scores.get(SUPPORTED, 0.0)), float(scores.get(REFUTED, 0.0))
-    if s - r >= STANCE_MARGIN:
-        return SUPPORTS, round(s - r, 4)
-    if r - s >= STANCE_MARGIN:
-        return REFUTES, round(r - s, 4)
+    # rounded first: 0.3 − 0.2 is 0.0999… in binary floating point, and leads by the margin
+    lead = round(float(scores.get(SUPPORTED, 0.0)) - float(scores.get(REFUTED, 0.0)), 6)
+    if lead >= STANCE_MARGIN:
+        return SUPPORTS, round(lead, 4)
+    if -lead >= STANCE_MARGIN:
+        return REFUTES, round(-lead, 4)
     return NEITHER, 0.0
 
 

@@ -72,6 +72,8 @@ def scores(s, r, nee=0.0):
     (scores(0.6, 0.2), ("supports", 0.4)),
     (scores(0.2, 0.7), ("refutes", 0.5)),
     (scores(0.45, 0.45 - STANCE_MARGIN), ("supports", STANCE_MARGIN)),  # exactly the margin
+    (scores(0.3, 0.2), ("supports", 0.1)),       # 0.3 − 0.2 < 0.1 in floating point, yet the margin
+    (scores(0.2, 0.3), ("refutes", 0.1)),
     (scores(0.45, 0.45 - STANCE_MARGIN / 2), ("neither", 0.0)),        # under it
     (scores(0.3, 0.3, nee=0.4), ("neither", 0.0)),
     (scores(0.05, 0.3, nee=0.6), ("refutes", 0.25)),  # the other labels do not count
