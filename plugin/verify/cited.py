@@ -40,6 +40,9 @@ STANCE_MARGIN = 0.1
 MAX_PER_SIDE = 2
 #: A quoted sentence is cut to this many characters (at a word boundary, with an ellipsis).
 MAX_QUOTE_CHARS = 200
+#: A sentence of fewer words ("No.", "Yes.") is quoted with the sentence after it: alone it
+#: says nothing a reader can check.
+MIN_QUOTE_WORDS = 4
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -126,15 +129,33 @@ def stance(scores: Mapping[str, float]) -> tuple[str, float]:
 # ------------------------------------------------------------------------------- the result
 
 def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _COMMON}
+    """Lower-cased words of three letters or more that are not common ones, and any word with a
+    digit ("5g", "19")."""
+    return {w for w in _WORD.findall(text.lower())
+            if (len(w) > 2 and w not in _COMMON) or any(c.isdigit() for c in w)}
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, whitespace collapsed, a sentence under :data:`MIN_QUOTE_WORDS`
+    words joined to the next one."""
+    out: list[str] = []
+    carry = ""
+    for s in _SENTENCE_END.split(" ".join(str(text or "").split())):
+        s = f"{carry} {s}".strip()
+        if len(s.split()) < MIN_QUOTE_WORDS:
+            carry = s
+        else:
+            out.append(s)
+            carry = ""
+    return out + [carry] if carry else out
 
 
 def best_sentence(claim: str, text: str, max_chars: int = MAX_QUOTE_CHARS) -> str:
-    """The passage's sentence sharing the most content words with the claim (the first of
-    equals), whitespace collapsed and cut at a word boundary to ``max_chars`` with an ellipsis."""
-    sentences = [s for s in _SENTENCE_END.split(" ".join(str(text or "").split())) if s] or [""]
+    """The passage's sentence (:func:`sentences`) sharing the most content words with the claim
+    (the first of equals), cut at a word boundary to ``max_chars`` with an ellipsis."""
+    sentences_ = sentences(text) or [""]
     words = content_words(claim)
-    best = max(enumerate(sentences), key=lambda e: (len(words & content_words(e[1])), -e[0]))[1]
+    best = max(enumerate(sentences_), key=lambda e: (len(words & content_words(e[1])), -e[0]))[1]
     if len(best) <= max_chars:
         return best
     cut = best[:max_chars - 1].rsplit(" ", 1)[0] if " " in best[:max_chars - 1] else best[:max_chars - 1]

@@ -85,9 +85,13 @@ def test_stance(probs, expected):
 
 
 @pytest.mark.parametrize("claim, text, expected", [
-    ("5G masts spread the coronavirus", "5G is fast. Radio waves from 5G masts cannot spread a virus like the coronavirus. Enjoy.",
+    ("5G masts spread the coronavirus",
+     "5G is fast, they say. Radio waves from 5G masts cannot spread a virus like the coronavirus. Enjoy.",
      "Radio waves from 5G masts cannot spread a virus like the coronavirus."),
-    ("Nothing in common", "First sentence. Second sentence.", "First sentence."),  # first of equals
+    ("Nothing in common", "First sentence of four. Second sentence of four.", "First sentence of four."),
+    ("5G causes COVID-19.", "No. Most of the 5G out there is not new. Radio is old.",  # 5g counts
+     "No. Most of the 5G out there is not new."),  # a short sentence goes with the next
+    ("x", "Yes. It is.", "Yes. It is."),
     ("x", "", ""),
 ])
 def test_best_sentence(claim, text, expected):
