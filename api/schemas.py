@@ -375,7 +375,7 @@ class VerifyIn(Request):
                                  "before it is used, and it may not be in the future")
     config: str | None = Field(default=None, min_length=1, max_length=100,
                                description="named verification configuration: lookup, qa-loop, "
-                                           "single-call or head")
+                                           "single-call, head or cited")
     exclude_urls: list[Annotated[str, Field(min_length=1, max_length=2048)]] = Field(
         default_factory=list, max_length=50, description="pages never used as evidence (e.g. the "
                                                          "claim's own fact-check article)")

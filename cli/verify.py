@@ -77,8 +77,12 @@ def print_verification(out: dict[str, Any]) -> None:
     print(f"  claim: {out['claim']}" + (f"  ({out['date']})" if out.get("date") else ""))
     print(f"  configuration: {out['config']}   stage: {out['stage']}   stopped: {out['stopped_because']}")
     for i, p in enumerate(out["qa_pairs"], start=1):
-        print(f"  [{i}] Q: {p['question']}\n      A: {p['answer']}" + (f"\n      source: {p['source_url']}"
-                                                                      if p.get("source_url") else ""))
+        if p.get("answer_kind") == "passage":  # the cited strategy: passages, each with its stance
+            print(f"  [{i}] {p['stance']} ({p['stance_strength']:.2f}): {p['answer'][:300]}")
+        else:
+            print(f"  [{i}] Q: {p['question']}\n      A: {p['answer']}")
+        if p.get("source_url"):
+            print(f"      source: {p['source_url']}")
     print(f"  verdict: {out['verdict']}")
     if out.get("label_scores"):
         print("  ratings: " + ", ".join(f"{k} {v:.2f}" for k, v in out["label_scores"].items()))
@@ -99,7 +103,7 @@ def print_verification(out: dict[str, Any]) -> None:
 def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.verification import evaluate_verification, table
     from plugin.verify.averitec import read_claims
-    from plugin.verify.config import get_config, load_configs
+    from plugin.verify.config import get_config, load_configs, parse_overrides, with_overrides
     from plugin.verify.wordnet import ensure_wordnet
 
     dataset = args.dataset or DEFAULT_AVERITEC
@@ -112,6 +116,9 @@ def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> i
     configs = {n: get_config(n) for n in names}
     if args.budget:
         configs = {n: c.model_copy(update={"budget_s": args.budget}) for n, c in configs.items()}
+    changes = parse_overrides(args.set or [])
+    if changes:
+        configs = {n: with_overrides(c, changes) for n, c in configs.items()}
 
     def on_claim(config: str, i: int) -> None:
         if args.verbose_progress:
@@ -119,6 +126,8 @@ def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> i
 
     result = evaluate_verification(services, str(dataset), read_claims(dataset), configs,
                                    evidence=args.evidence, limit=args.limit, on_claim=on_claim)
+    if changes:
+        result["overrides"] = changes
     if args.table:
         print(table(result))
     else:
@@ -131,7 +140,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("claim")
     sp.add_argument("--date", help="claim date YYYY-MM-DD: only evidence published before it")
     sp.add_argument("--lang", help="language of the claim (ISO 639-1); detected when omitted")
-    sp.add_argument("--config", help="verification configuration: lookup, qa-loop, single-call or head")
+    sp.add_argument("--config", help="verification configuration: lookup, qa-loop, single-call, head or cited")
     sp.add_argument("--exclude-url", action="append", help="never use this page as evidence (repeatable)")
     sp.add_argument("--exclude-domain", action="append", help="never use this site as evidence (repeatable)")
     sp.add_argument("--budget", type=float, help="seconds for the evidence loop (the configuration's by default)")
@@ -147,5 +156,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--evidence", default="retrieved", choices=["retrieved", "gold"],
                     help="retrieved: search the gold-answers pool; gold: the gold QA pairs go to the verdict step")
     sp.add_argument("--budget", type=float, help="override every configuration's time budget (s)")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a field of every configuration, VALUE as JSON (e.g. --set mmr_lambda=0.5; repeatable)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
     sp.add_argument("--progress", dest="verbose_progress", action="store_true", help="print each claim to stderr")

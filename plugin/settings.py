@@ -257,7 +257,7 @@ class Settings(BaseSettings):
 
     # -- verification (plugin.verify) ------------------------------------------------------------
     #: The named verification configuration used when a request names none (the file's default
-    #: when unset): ``lookup``, ``qa-loop``, ``single-call`` or ``head``.
+    #: when unset): ``lookup``, ``qa-loop``, ``single-call``, ``head`` or ``cited``.
     verify_config: str | None = None
     #: A JSON Lines pool of solved claims for few-shot examples (the packaged AVeriTeC tuning
     #: slice, CC BY-NC 4.0, when unset).

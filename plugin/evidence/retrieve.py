@@ -15,7 +15,10 @@ never applied after truncation), so no sub-query can let a forbidden passage thr
 Bodies come from small pure functions (vector in, dict out); ``EvidenceRetriever`` runs both
 sub-queries in one ``_msearch``, fuses with the matcher's fusion (``plugin.search.fuse``),
 keeps at most ``max_per_url`` passages of one page (so five passages are several sources, not
-one page five times), and fetches the ``_source`` of the chosen passages in one more request.
+one page five times), and fetches the ``_source`` of the chosen passages in one more request:
+with ``EvidenceQuery.vectors``, that request also reads each passage's stored embedding (a
+script field: the vector is not in ``_source``), for selection by passage similarity (MMR)
+without embedding the passages again.
 """
 from __future__ import annotations
 
@@ -34,7 +37,8 @@ from plugin.models import Fused
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.lang import detect_language
 from plugin.search.matcher import MatchRequest
-from plugin.search.queries import bm25_text, knn_query, read_candidates, sources_by_id, text_fields
+from plugin.search.queries import (VECTOR_SCRIPT, bm25_text, knn_query, read_candidates, sources_by_id,
+                                   text_fields)
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
@@ -70,7 +74,9 @@ _FUSE = {Fusion.RRF: lambda rankings, weights, cfg: rrf_fuse(rankings, weights, 
 class EvidenceQuery:
     """One evidence search. ``lang`` picks the analysed BM25 fields (detected when ``None``); it
     is not a filter: kNN still finds evidence in other languages. ``claim_id`` restricts the
-    search to one claim's knowledge store (the AVeriTeC shared-task setting)."""
+    search to one claim's knowledge store (the AVeriTeC shared-task setting). ``vectors`` also
+    returns each passage's stored embedding (``embedding``) and the query's
+    (``EvidenceResult.query_vector``)."""
 
     text: str
     before: date | None = None
@@ -80,6 +86,7 @@ class EvidenceQuery:
     lang: str | None = None
     strict_dates: bool = False
     claim_id: str | None = None
+    vectors: bool = False
 
     def validated(self) -> EvidenceQuery:
         """Text, ``k`` and ``lang`` under the matcher's limits (one rule for both)."""
@@ -141,9 +148,17 @@ def knn_body(vector: Sequence[float], *, filters: dict[str, Any] | None, size: i
     return {**knn_query(vector, filters=filters, size=size), "docvalue_fields": list(CANDIDATE_FIELDS)}
 
 
-def sources_body(ids: Sequence[str]) -> dict[str, Any]:
-    return {"size": len(ids), "_source": PASSAGE_FIELDS, "track_total_hits": False,
+def sources_body(ids: Sequence[str], *, vectors: bool = False) -> dict[str, Any]:
+    """The chosen passages' fields, and with ``vectors`` their stored embeddings too."""
+    body = {"size": len(ids), "_source": PASSAGE_FIELDS, "track_total_hits": False,
             "query": {"terms": {"id": list(ids)}}}
+    return {**body, "script_fields": {"embedding": VECTOR_SCRIPT}} if vectors else body
+
+
+def vectors_by_id(response: dict[str, Any]) -> dict[str, list[float]]:
+    """``{id: embedding}`` from a ``sources_body(..., vectors=True)`` response."""
+    return {str((h.get("_source") or {}).get("id", h.get("_id"))): h["fields"]["embedding"]
+            for h in response["hits"]["hits"] if (h.get("fields") or {}).get("embedding")}
 
 
 def per_url(fused: Sequence[Fused], max_per_url: int, k: int) -> list[Fused]:
@@ -171,13 +186,15 @@ def per_url(fused: Sequence[Fused], max_per_url: int, k: int) -> list[Fused]:
 
 @dataclass(frozen=True)
 class EvidenceResult:
-    """The passages found (best first), the language the text was searched in, and timings."""
+    """The passages found (best first), the language the text was searched in, and timings;
+    with ``EvidenceQuery.vectors``, the query's embedding (each passage carries its own)."""
 
     passages: list[dict[str, Any]]
     lang: str | None
     config: str
     took_ms: float
     timings_ms: dict[str, float]
+    query_vector: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
@@ -216,9 +233,11 @@ class EvidenceRetriever:
                            f"`factsieve ingest-evidence` first") from None
         self._model_checked = True
 
-    def plan(self, q: EvidenceQuery, lang: str | None) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-        """The sub-query bodies (by retriever name) and fusion weights: pure except for embedding
-        the dense variants (one batch)."""
+    def plan(self, q: EvidenceQuery, lang: str | None
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, float], list[float] | None]:
+        """The sub-query bodies (by retriever name), fusion weights and, with ``q.vectors``, the
+        query's embedding (the ``post`` variant's, embedded here when no dense retriever uses
+        it): pure except for embedding the dense variants (one batch)."""
         cfg = self.config
         unknown = {r.query for r in cfg.retrievers} - set(VARIANTS)
         if unknown:
@@ -226,33 +245,40 @@ class EvidenceRetriever:
                            f"that need a generator this deployment lacks; known: {sorted(VARIANTS)}")
         flt = evidence_filter(q)
         size = max(cfg.candidates, 2 * q.k)  # room for per_url to skip passages
-        texts = {r.query: VARIANTS[r.query](q.text, lang) for r in cfg.retrievers}
-        dense = sorted({r.query for r in cfg.retrievers if r.kind is RetrieverKind.DENSE})
+        dense = sorted({r.query for r in cfg.retrievers if r.kind is RetrieverKind.DENSE}
+                       | ({"post"} if q.vectors else set()))
+        texts = {v: VARIANTS[v](q.text, lang) for v in {r.query for r in cfg.retrievers} | set(dense)}
         vectors = dict(zip(dense, self.embedder.encode_queries([texts[v] for v in dense]))) if dense else {}
         bodies = {r.name: (bm25_body(texts[r.query], lang=lang, filters=flt, size=size)
                            if r.kind is RetrieverKind.BM25 else
                            knn_body(vectors[r.query], filters=flt, size=size))
                   for r in cfg.retrievers}
+        query_vector = [float(x) for x in vectors["post"]] if q.vectors else None
         # evidence is searched in every language, as the matcher's cross/auto modes are
-        return bodies, cfg.weights(crosslingual=True)
+        return bodies, cfg.weights(crosslingual=True), query_vector
 
     def search(self, q: EvidenceQuery) -> EvidenceResult:
         q = q.validated()
         t0 = time.perf_counter()
         self._check_model()
         lang = q.lang or detect_language(q.text)
-        bodies, weights = self.plan(q, lang)
+        bodies, weights, query_vector = self.plan(q, lang)
         t1 = time.perf_counter()
         responses = self.store.msearch(self.alias, list(bodies.values()))
         rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
         t2 = time.perf_counter()
         top = per_url(_FUSE[self.config.fusion](rankings, weights, self.config), self.max_per_url, q.k)
-        found = sources_by_id(self.store.search(self.alias, sources_body([f.id for f in top]))) if top else {}
+        got = (self.store.search(self.alias, sources_body([f.id for f in top], vectors=q.vectors))
+               if top else None)
+        found = sources_by_id(got) if got else {}
         t3 = time.perf_counter()
         passages = [passage_dict(f, found.get(f.id) or {}) for f in top]
+        if q.vectors:
+            stored = vectors_by_id(got) if got else {}
+            passages = [{**p, "embedding": stored.get(p["id"])} for p in passages]
         timings = {"embed_ms": (t1 - t0) * 1e3, "search_ms": (t2 - t1) * 1e3, "fetch_ms": (t3 - t2) * 1e3}
         return EvidenceResult(lang=lang, passages=passages, took_ms=(t3 - t0) * 1e3,
-                              config=self.config.name, timings_ms=timings)
+                              config=self.config.name, timings_ms=timings, query_vector=query_vector)
 
 
 def passage_dict(f: Fused, source: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from plugin.lab.evaluate.metrics import percentile
 from plugin.lab.datasets import Dataset, ensure_dataset_index
 from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
+from plugin.search.queries import VECTOR_SCRIPT
 from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
 from plugin.settings import Settings
@@ -50,15 +51,6 @@ def perturb(text: str, rnd: random.Random) -> str:
         i = rnd.randrange(len(words) - 1)
         words[i], words[i + 1] = words[i + 1], words[i]
     return " ".join(words)
-
-
-#: The vector is not in ``_source`` (see the knn component template); a script field reads it
-#: from the vector doc values, exactly as indexed (float32). ``getValue()`` returns a buffer the
-#: doc-values reader reuses for the next document, and hits are serialised after all of them are
-#: read: returned as is, every hit of a batch would carry the last document's vector. So copy it.
-VECTOR_SCRIPT = {"script": {"lang": "painless", "source": (
-    "def v = doc['embedding'].getValue(); def out = new ArrayList();"
-    " for (int i = 0; i < v.length; ++i) { out.add(v[i]); } return out;")}}
 
 
 def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:

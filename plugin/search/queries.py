@@ -20,6 +20,14 @@ from plugin.models import STORED_FIELDS, Hit
 #: ``_source`` fields of a final match (the embedding is never sent back).
 SOURCE_FIELDS = list(STORED_FIELDS)
 
+#: The vector is not in ``_source`` (see the knn component template); a script field reads it
+#: from the vector doc values, exactly as indexed (float32). ``getValue()`` returns a buffer the
+#: doc-values reader reuses for the next document, and hits are serialised after all of them are
+#: read: returned as is, every hit of a batch would carry the last document's vector. So copy it.
+VECTOR_SCRIPT = {"script": {"lang": "painless", "source": (
+    "def v = doc['embedding'].getValue(); def out = new ArrayList();"
+    " for (int i = 0; i < v.length; ++i) { out.add(v[i]); } return out;")}}
+
 #: What a candidate carries before fusion: keyword doc values, enough to fuse (``id``), boost
 #: trusted sources (``domain``, ``publisher``) and prefer the post's language (``lang``).
 CANDIDATE_FIELDS = ["id", "lang", "domain", "publisher"]

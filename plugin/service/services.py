@@ -338,7 +338,7 @@ class Services:
         from plugin.verify.verifier import Verifier, looks_up
 
         uses_llm = cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL)
-        needs_head = cfg.strategy is Strategy.HEAD or cfg.head_weight > 0
+        needs_head = cfg.strategy in (Strategy.HEAD, Strategy.CITED) or cfg.head_weight > 0
         head = self.verdict_head() if needs_head else self.fallback_head() if uses_llm else None
         return Verifier(
             llm=self.llm if uses_llm else None,

@@ -11,6 +11,11 @@ configurations, each with the strategy it runs and its knobs.
   claim (at most ``per_url`` from one page) and one call returning QA pairs, ratings, verdict.
 - ``head``: no LLM: the verdict head (a small classifier on the packaged encoder) over the
   evidence.
+- ``cited``: no LLM: lookup first; otherwise the top ``candidates`` passages for the claim, of
+  which ``passages`` are kept (at most ``per_url`` from one page, then MMR with ``mmr_lambda``
+  when set); the verdict model's verdict over them, each passage's stance from the same model,
+  and a justification quoting the strongest supporting and refuting passages with their numbers
+  (``cited.py``).
 
 A configuration may name a ``"base"`` configuration and inherits the fields it does not set
 (``resolve_bases``): the lookup thresholds are written once, in ``lookup``. How they were set:
@@ -35,6 +40,7 @@ class Strategy(str, Enum):
     QA_LOOP = "qa-loop"
     SINGLE_CALL = "single-call"
     HEAD = "head"
+    CITED = "cited"
 
 
 class VerificationConfig(BaseModel):
@@ -59,6 +65,11 @@ class VerificationConfig(BaseModel):
     decisive_at: float = Field(default=0.8, ge=0.0, le=1.0)
     passages: int = Field(default=10, ge=1, le=50)
     per_url: int = Field(default=2, ge=1, le=50)
+    #: cited: passages retrieved before selection (``passages`` of them are kept)
+    candidates: int = Field(default=20, ge=1, le=100)
+    #: cited: Maximal Marginal Relevance's trade-off (1 = relevance only, 0 = diversity only);
+    #: ``None``: no MMR, the first ``passages`` under the per-URL cap
+    mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     #: single-call: at most this many question–answer pairs (the schema says so too); fewer
     #: when ``max_tokens`` is small, so that the whole answer fits
     max_pairs: int = Field(default=10, ge=1, le=10)
@@ -117,6 +128,34 @@ def load_configs(path: Path | None = None) -> dict[str, VerificationConfig]:
 
 def default_name(path: Path | None = None) -> str:
     return _parse(str(path or packaged_path()))[0]
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items (``--set``) as configuration fields: VALUE is read as JSON (``0.7``,
+    ``null``, ``true``), else kept as text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--set takes KEY=VALUE, not {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def with_overrides(cfg: VerificationConfig, changes: dict[str, Any]) -> VerificationConfig:
+    """``cfg`` with ``changes`` applied and validated like the file's fields (an unknown field
+    or a value out of range is refused, naming it)."""
+    fixed = {"name", "strategy"} & set(changes)
+    if fixed:
+        raise BadInput(f"--set cannot change {', '.join(sorted(fixed))}: name another configuration")
+    try:
+        return VerificationConfig.model_validate({**cfg.model_dump(), **changes})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BadInput(f"--set {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def get_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:

@@ -39,7 +39,7 @@ Progress = Callable[[str, int | None], None]
 VERDICT_SOURCES = {
     "llm": "the LLM's verdict, supported by its ratings",
     "llm+head": "the highest of the LLM's ratings blended with the verdict head's (head_weight)",
-    "head": "the verdict head: the head configuration, or the fallback after invalid LLM output",
+    "head": "the verdict head: the head or cited configuration, or the fallback after invalid LLM output",
     "fact-check": "the rating of a published fact-check that matches the claim",
     "none": "Not Enough Evidence because nothing could decide (see fallback_reason or note)",
 }
@@ -168,7 +168,7 @@ class Verifier:
             if found is None:
                 found = {Strategy.LOOKUP: self._no_lookup_match, Strategy.QA_LOOP: self._qa_loop,
                          Strategy.SINGLE_CALL: self._single_call,
-                         Strategy.HEAD: self._head_only}[cfg.strategy](req, cfg, run)
+                         Strategy.HEAD: self._head_only, Strategy.CITED: self._cited}[cfg.strategy](req, cfg, run)
         out.update(found)
         out["timings_ms"] = {k: round(v, 1) for k, v in run.timings.items()}
         out["timings_ms"]["total"] = round((self.clock() - start) * 1e3, 1)
@@ -377,6 +377,11 @@ class Verifier:
         passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
         return self._head_verdict(req, passage_pairs(req, passages), run, stage="head",
                                   stopped="passages")
+
+    def _cited(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+        from plugin.verify.cited import verify_cited  # passages, stances, cited justification
+
+        return verify_cited(req, cfg, evidence=self.evidence, head=self.head, timed=run.timed)
 
     def _head_verdict(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run, *,
                       stage: str, stopped: str) -> dict[str, Any]:

@@ -6,8 +6,9 @@ import pytest
 from plugin.errors import BadInput
 from plugin.evidence.retrieve import (DEFAULT_CONFIG, UNDATED, EvidenceQuery, before_clause,
                                       bm25_body, evidence_filter, exclusion_clauses, knn_body,
-                                      passage_fields, per_url, sources_body)
+                                      passage_fields, per_url, sources_body, vectors_by_id)
 from plugin.models import Fused, Hit
+from plugin.search.queries import VECTOR_SCRIPT
 from plugin.search.retrieval import RetrievalConfig
 
 LEAN = {"stored_fields": "_none_", "track_total_hits": False,
@@ -89,6 +90,16 @@ def test_bodies_without_filters():
 def test_sources_body():
     assert sources_body(["a", "b"])["query"] == {"terms": {"id": ["a", "b"]}}
     assert "text" in sources_body(["a"])["_source"] and "embedding" not in sources_body(["a"])["_source"]
+    assert "script_fields" not in sources_body(["a"])
+    with_vectors = sources_body(["a"], vectors=True)  # the vector is not in _source: a script field
+    assert with_vectors["script_fields"] == {"embedding": VECTOR_SCRIPT}
+    assert with_vectors["_source"] == sources_body(["a"])["_source"]
+
+
+def test_vectors_by_id_reads_the_script_field():
+    hits = [{"_id": "x", "_source": {"id": "a"}, "fields": {"embedding": [0.1, 0.2]}},
+            {"_id": "b", "_source": {"id": "b"}}]
+    assert vectors_by_id({"hits": {"hits": hits}}) == {"a": [0.1, 0.2]}
 
 
 def fused(rows):

@@ -17,7 +17,8 @@ def test_packaged_configurations_resolve_to_what_they_were_before_inheritance():
     raw = json.loads(packaged_path().read_text())
     assert "notes" not in raw  # in docs/design/verification.md
     assert {n: b.get("base") for n, b in raw["configs"].items()} == {
-        "lookup": None, "qa-loop": "lookup", "single-call": "lookup", "head": None}
+        "lookup": None, "qa-loop": "lookup", "single-call": "lookup", "head": None,
+        "cited": "lookup", "cited-mmr": "cited"}
 
 
 def test_a_configuration_takes_its_bases_fields_under_its_own():
@@ -42,3 +43,18 @@ def test_a_file_with_a_missing_base_is_refused(tmp_path):
     path.write_text(json.dumps({"default": "a", "configs": {"a": {"base": "b", "strategy": "lookup"}}}))
     with pytest.raises(BadInput, match="base 'b'"):
         load_configs(path)
+
+
+def test_overrides_are_validated_like_the_file():
+    from plugin.verify.config import get_config, parse_overrides, with_overrides
+
+    assert parse_overrides(["mmr_lambda=0.5", "passages=4", "mmr_lambda=null", "retrieval=bm25"]) == {
+        "mmr_lambda": None, "passages": 4, "retrieval": "bm25"}
+    cited = get_config("cited")
+    assert with_overrides(cited, {"mmr_lambda": 0.5}).mmr_lambda == 0.5
+    for changes, message in [({"mmr_lambda": 2}, "mmr_lambda"), ({"nope": 1}, "nope"),
+                             ({"strategy": "head"}, "cannot change strategy")]:
+        with pytest.raises(BadInput, match=message):
+            with_overrides(cited, changes)
+    with pytest.raises(BadInput, match="KEY=VALUE"):
+        parse_overrides(["mmr_lambda"])
