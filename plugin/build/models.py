@@ -8,6 +8,8 @@ Dockerfile, ``make demo`` and ``make test`` run it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plugin.build.adapted import build_lora_reranker, build_query_tower, build_verdict_model
@@ -29,25 +31,19 @@ def build_models(settings: Settings, *, force: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"model": settings.embedding_model}
     if settings.embedding_model == TEST_MODEL:
         out["path"] = str(build_test_model(rebuilt_model_dir(settings), force=force))
-    towers = {}
-    for name in known_adapters(settings.query_adapter_dir):
+    out["query_towers"] = _each(known_adapters(settings.query_adapter_dir),
+                                lambda name: build_query_tower(settings, name, force=force))
+    out["rerankers"] = _each(packaged_rerankers(), lambda name: build_lora_reranker(settings, name, force=force))
+    out["verdict_models"] = _each(packaged_models(), lambda name: build_verdict_model(settings, name, force=force))
+    return out
+
+
+def _each(names: list[str], build: Callable[[str], Path]) -> dict[str, str]:
+    """Where each adapter was built, or ``"skipped: <why>"`` for one this base model cannot take."""
+    out = {}
+    for name in names:
         try:
-            towers[name] = str(build_query_tower(settings, name, force=force))
+            out[name] = str(build(name))
         except ModelUnavailable as exc:
-            towers[name] = f"skipped: {exc}"
-    out["query_towers"] = towers
-    rerankers = {}
-    for name in packaged_rerankers():
-        try:
-            rerankers[name] = str(build_lora_reranker(settings, name, force=force))
-        except ModelUnavailable as exc:
-            rerankers[name] = f"skipped: {exc}"
-    out["rerankers"] = rerankers
-    verdict = {}
-    for name in packaged_models():
-        try:
-            verdict[name] = str(build_verdict_model(settings, name, force=force))
-        except ModelUnavailable as exc:
-            verdict[name] = f"skipped: {exc}"
-    out["verdict_models"] = verdict
+            out[name] = f"skipped: {exc}"
     return out

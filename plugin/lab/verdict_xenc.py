@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from plugin.errors import BadInput
+from plugin.lab.reranker.lora import adam_step
 from plugin.lab.verdict import (LABEL_MAPS, LOADERS, TARGET, Example, _cpus, metrics,
                                 sample_weights, stratified_folds)
 from plugin.verify.scoring import LABELS
@@ -115,6 +116,27 @@ def bucket(length: int) -> int:
     return int(math.ceil(length / 64) * 64)
 
 
+def standardising_pooler(scorer: Any, params: dict[str, Any], cached: Sequence[np.ndarray]) -> dict[str, Any]:
+    """``params`` with the pooler starting as the standardisation of the training examples'
+    pooled vectors (``(v − mean) / sd`` per dimension, as the head standardises its features).
+    The encoder's mean-pooled vectors differ little between examples (e5's embeddings share a
+    large common component), so behind an identity pooler the classifier barely moved in
+    training; standardised, it starts from features that vary."""
+    jnp = scorer.jnp
+    fn = scorer.jax.jit(scorer.pooled)
+    rows = []
+    order = np.argsort([len(c) for c in cached], kind="stable")
+    for start in range(0, len(order), 32):
+        batch = [cached[i].astype(np.float32) for i in order[start:start + 32]]
+        x, m = scorer.tower.pad(batch, bucket(max(len(r) for r in batch)))
+        rows.append(np.asarray(fn(params, x, m)))
+    pooled = np.concatenate(rows)
+    mean, sd = pooled.mean(axis=0), np.maximum(pooled.std(axis=0), 1e-6)
+    head = dict(params["head"], **{"pooler.dense.weight": jnp.asarray(np.diag(1.0 / sd), dtype=jnp.float32),
+                                   "pooler.dense.bias": jnp.asarray(-mean / sd, dtype=jnp.float32)})
+    return {**params, "head": head}
+
+
 class Trainer:
     """The encoder as JAX functions with a four-label head; ``cache`` once, then ``fit`` per fold."""
 
@@ -155,19 +177,9 @@ class Trainer:
 
         grad_fn = jax.jit(jax.value_and_grad(loss_fn))
 
-        @jax.jit
-        def adam(params: Any, grads: Any, m1: Any, m2: Any, t: Any, lr: Any) -> Any:
-            b1, b2 = 0.9, 0.999
-            m1 = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m1, grads)
-            m2 = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, m2, grads)
-            rates = {"lora": lr, "head": lr * o.head_lr / o.lr}
+        adam = adam_step(jax, o.head_lr / o.lr)
 
-            def upd(part: str) -> Any:
-                return tree.tree_map(lambda p, a, v: p - rates[part] * (a / (1 - b1 ** t))
-                                     / (jnp.sqrt(v / (1 - b2 ** t)) + 1e-8), params[part], m1[part], m2[part])
-            return {p: upd(p) for p in params}, m1, m2
-
-        params = scorer.params
+        params = standardising_pooler(scorer, scorer.params, cached)
         m1, m2 = tree.tree_map(jnp.zeros_like, params), tree.tree_map(jnp.zeros_like, params)
         rng = np.random.default_rng(o.seed)
         lengths = [len(c) for c in cached]
@@ -314,7 +326,8 @@ def _cross_validate(trainer: Trainer, cached: list[np.ndarray], ret_cached: list
             test = fold == f
             train = np.concatenate([t_idx[~test], rest])
             params = trainer.fit([cached[i] for i in train], y[train],
-                                 loss_weights(y[train], source[train], options.extra_weight))
+                                 loss_weights(y[train], source[train], options.extra_weight),
+                                 lambda e, loss, s: say(f"  fold {f} epoch {e}: loss {loss:.4f} ({s:.0f} s)"))
             probs["gold"][test] = trainer.probabilities(params, [cached[i] for i in t_idx[test]])
             if ret_cached is not None:
                 probs["retrieved"][test] = trainer.probabilities(

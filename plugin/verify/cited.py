@@ -26,6 +26,7 @@ import numpy as np
 
 from plugin.evidence.urls import url_key
 from plugin.models import MAX_TEXT_CHARS, Verdict
+from plugin.verify.citing import citations, justification
 from plugin.verify.scoring import LABELS
 
 SUPPORTED, REFUTED = Verdict.SUPPORTED.value, Verdict.REFUTED.value
@@ -208,7 +209,6 @@ def cited_result(claim: str, passages: Sequence[Mapping[str, Any]], stances: Seq
     kept, their stances and the verdict model's scores over all of them. Without passages the
     verdict is Not Enough Evidence from nothing (``verdict_source`` ``none``), never the
     model's reading of the claim alone."""
-    from plugin.verify.verifier import citations, justification
 
     pairs = [passage_pair(claim, p, s, w) for p, (s, w) in zip(passages, stances)]
     statements = statements_for(claim, passages, stances)

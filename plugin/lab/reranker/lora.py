@@ -116,10 +116,14 @@ class PairScorer:
             self.params = warm_params(self.jnp, start, self.params)
         self._logits = jax.jit(self.logits)
 
-    def logits(self, params: dict[str, Any], x: Any, m: Any) -> Any:
+    def pooled(self, params: dict[str, Any], x: Any, m: Any) -> Any:
+        """The masked mean of the last hidden states: what the head reads."""
         t, jnp = self.tower, self.jnp
         y = t.layers_between(params["lora"], x, m, t.first, t.shape.layers)
-        mean = (y * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
+        return (y * m[:, :, None]).sum(1) / jnp.maximum(m.sum(1, keepdims=True), 1e-9)
+
+    def logits(self, params: dict[str, Any], x: Any, m: Any) -> Any:
+        mean, jnp = self.pooled(params, x, m), self.jnp
         head = params["head"]
         pooled = jnp.tanh(mean @ head["pooler.dense.weight"].T + head["pooler.dense.bias"])
         out = pooled @ head["classifier.weight"].T + head["classifier.bias"]
@@ -190,6 +194,26 @@ def group_map5(scores: Sequence[np.ndarray]) -> float:
     return round(float(np.mean(aps)), 4) if aps else 0.0
 
 
+def adam_step(jax: Any, head_ratio: float) -> Callable[..., Any]:
+    """One jitted Adam update ``(params, grads, m1, m2, t, lr) -> (params, m1, m2)`` over
+    ``{"lora": …, "head": …}`` parameters, the head at ``head_ratio`` times the LoRA rate."""
+    jnp, tree = jax.numpy, jax.tree_util
+
+    @jax.jit
+    def adam(params: Any, grads: Any, m1: Any, m2: Any, t: Any, lr: Any) -> Any:
+        b1, b2 = 0.9, 0.999
+        m1 = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m1, grads)
+        m2 = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, m2, grads)
+        rates = {"lora": lr, "head": lr * head_ratio}
+
+        def upd(part: str) -> Any:
+            return tree.tree_map(lambda w, a, v: w - rates[part] * (a / (1 - b1 ** t))
+                                 / (jnp.sqrt(v / (1 - b2 ** t)) + 1e-8), params[part], m1[part], m2[part])
+        return {p: upd(p) for p in params}, m1, m2
+
+    return adam
+
+
 def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
           options: LoraRerankerOptions,
           on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -203,18 +227,7 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
         return -jax.nn.log_softmax(z, axis=-1)[:, 0].mean()
 
     grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-
-    @jax.jit
-    def adam(params: Any, grads: Any, m1: Any, m2: Any, t: Any, lr: Any) -> Any:
-        b1, b2 = 0.9, 0.999
-        m1 = tree.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m1, grads)
-        m2 = tree.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, m2, grads)
-        rates = {"lora": lr, "head": lr * options.head_lr / options.lr}
-
-        def upd(part: str) -> Any:
-            return tree.tree_map(lambda w, a, v: w - rates[part] * (a / (1 - b1 ** t))
-                                 / (jnp.sqrt(v / (1 - b2 ** t)) + 1e-8), params[part], m1[part], m2[part])
-        return {p: upd(p) for p in params}, m1, m2
+    adam = adam_step(jax, options.head_lr / options.lr)
 
     params = scorer.params
     m1 = tree.tree_map(jnp.zeros_like, params)

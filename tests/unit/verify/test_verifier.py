@@ -11,8 +11,8 @@ from plugin.errors import BadInput, LLMNotConfigured
 from plugin.verify import prompts, steps
 from plugin.verify.config import Strategy, get_config, load_configs
 from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
-from plugin.verify.verifier import (Verifier, VerifyRequest, cited_statements, citations,
-                                    justification)
+from plugin.verify.citing import cited_statements, citations, justification
+from plugin.verify.verifier import Verifier, VerifyRequest
 
 SCORES = {"supported": 0.1, "refuted": 0.9, "not_enough_evidence": 0.0, "conflicting": 0.0}
 
