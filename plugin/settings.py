@@ -271,7 +271,9 @@ class Settings(BaseSettings):
     #: LLM's ratings and the fallback after invalid LLM output): ``head`` (the logistic head on
     #: frozen features) or the name of a committed fine-tuned verdict model
     #: (``plugin/artefacts/verdict/<name>.npz``, ``factsieve train-verdict --kind cross-encoder``).
-    verdict_model: str = "head"
+    #: The default is the one that measured best on retrieved evidence, what the no-LLM
+    #: strategies read (docs/reports/2026-11-27-verdict-model.md).
+    verdict_model: str = "verdict-xenc"
 
     # -- images (plugin.image) -------------------------------------------------------------------
     #: Tesseract language packs the image stage reads with (Tesseract's names: ``eng``, ``spa``,

@@ -2,8 +2,8 @@
 
 The packaged test model (when it is the configured one), then a query tower per query adapter
 (committed, and ``FACTSIEVE_QUERY_ADAPTER_DIR``'s), a cross-encoder per committed reranker
-adapter and a four-label classifier per committed verdict-model adapter, each merged into this
-deployment's base model. Every step reuses a current folder, so running it again is cheap; the
+adapter and the configured verdict model when it is a committed fine-tuned one
+(``FACTSIEVE_VERDICT_MODEL``), each merged into this deployment's base model. Every step reuses a current folder, so running it again is cheap; the
 Dockerfile, ``make demo`` and ``make test`` run it.
 """
 from __future__ import annotations
@@ -34,7 +34,10 @@ def build_models(settings: Settings, *, force: bool = False) -> dict[str, Any]:
     out["query_towers"] = _each(known_adapters(settings.query_adapter_dir),
                                 lambda name: build_query_tower(settings, name, force=force))
     out["rerankers"] = _each(packaged_rerankers(), lambda name: build_lora_reranker(settings, name, force=force))
-    out["verdict_models"] = _each(packaged_models(), lambda name: build_verdict_model(settings, name, force=force))
+    # only the configured one: a built verdict model is ~470 MB of ONNX (fp32), and the others
+    # are built on first use when a deployment names them (``Services.verdict_head``)
+    out["verdict_models"] = _each([n for n in packaged_models() if n == settings.verdict_model],
+                                  lambda name: build_verdict_model(settings, name, force=force))
     return out
 
 

@@ -165,3 +165,15 @@ def test_the_int8_check_compares_fp32_and_int8_labels_on_the_claims_given(verdic
     check = int8_agreement(settings, "tiny-verdict", committed, texts)
     assert check["claims"] == 8 and 0.0 <= check["agreement"] <= 1.0
     assert set(check["ms_per_claim"]) == {"fp32", "int8"} and check["max_probability_gap"] >= 0
+
+
+def test_the_committed_verdict_models_fit_the_packaged_encoder_and_say_how_they_were_measured():
+    from plugin.embedding.adapter import load_adapter
+    from plugin.settings import TEST_MODEL
+
+    for name in vm.packaged_models():
+        manifest = load_adapter(name, vm.adapter_dir()).manifest
+        assert manifest["base_model"] == TEST_MODEL and manifest["kind"] == vm.KIND
+        assert manifest["input_version"] == vm.INPUT_VERSION and manifest["labels"] == list(LABELS)
+        assert {"gold", "head_same_folds"} <= set(manifest["cv"]) and manifest["trained_on"]
+        assert set(manifest["data"]) >= {"averitec"} and "int8_check" in manifest
