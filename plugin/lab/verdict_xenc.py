@@ -121,7 +121,8 @@ def standardising_pooler(scorer: Any, params: dict[str, Any], cached: Sequence[n
     pooled vectors (``(v − mean) / sd`` per dimension, as the head standardises its features).
     The encoder's mean-pooled vectors differ little between examples (e5's embeddings share a
     large common component), so behind an identity pooler the classifier barely moved in
-    training; standardised, it starts from features that vary."""
+    training; standardised, it starts from features that vary (the loss falls faster; the
+    out-of-fold scores measured both ways: docs/design/verdict-model.md)."""
     jnp = scorer.jnp
     fn = scorer.jax.jit(scorer.pooled)
     rows = []
