@@ -20,12 +20,12 @@ from plugin.errors import BadInput, FactSieveError
 from plugin.service.services import Services
 from plugin.settings import Settings
 
-from cli import corpus, evidence, lab, learn, ops, review, search, verdict, verify
+from cli import blend, corpus, evidence, lab, learn, ops, review, search, verdict, verify
 
 log = logging.getLogger("factsieve")
 
 #: Command areas, in the order ``--help`` lists them.
-AREAS = (corpus, search, evidence, verify, verdict, lab, ops, review, learn)
+AREAS = (corpus, search, evidence, verify, verdict, blend, lab, ops, review, learn)
 
 
 def build_parser() -> argparse.ArgumentParser:
