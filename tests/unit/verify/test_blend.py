@@ -51,3 +51,13 @@ def test_writing_a_weight_keeps_the_rest(tmp_path):
                                                            "smollm2-135m-instruct": 1.0}}
     with pytest.raises(BadInput, match="name the LLM"):
         with_weight(TABLE, "", 0.5)
+
+
+def test_services_weigh_the_blend_for_the_configured_llm():
+    from plugin.service.services import Services
+    from plugin.settings import Settings
+
+    table = load_table()
+    for name in ["", "an-llm-nobody-measured", *table["models"]]:
+        services = Services(Settings(_env_file=None, llm_model=name))
+        assert services.blend_weight() == blend_weight(name, table)
