@@ -66,13 +66,14 @@ def cmd_choose(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.blend import choose, read_jsonl, read_oof
     from plugin.verify.blend import load_table, packaged_path, with_weight, write_table
 
-    report = choose(read_jsonl(args.llm_ratings), read_oof(args.oof), _claims(args))
+    table_path = args.table or packaged_path()
+    report = choose(read_jsonl(args.llm_ratings), read_oof(args.oof), _claims(args),
+                    prior=float(load_table(table_path)["default"]))
     llm_model = args.llm_model if args.llm_model is not None else services.settings.llm_model
     report = {"llm_model": llm_model, **report}
     if args.write:
-        path = args.table or packaged_path()
-        write_table(with_weight(load_table(path), llm_model, report["weight"]), path)
-        report["written"] = {"table": str(path), "llm_model": llm_model, "weight": report["weight"]}
+        write_table(with_weight(load_table(table_path), llm_model, report["weight"]), table_path)
+        report["written"] = {"table": str(table_path), "llm_model": llm_model, "weight": report["weight"]}
     dump(report)
     return 0
 

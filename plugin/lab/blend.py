@@ -56,14 +56,15 @@ def grid_scores(rows: Sequence[Mapping[str, Any]], grid: Sequence[float] = GRID)
     return out
 
 
-def pick(scores: Mapping[float, Mapping[str, float]]) -> float:
+def pick(scores: Mapping[float, Mapping[str, float]], prior: float) -> float:
     """The weight with the highest macro-F1; a tie goes to the higher accuracy, then to the
-    smaller weight (the LLM keeps its say unless the model measurably helps)."""
+    weight nearest ``prior`` (the table's default: what is used when the data cannot tell
+    weights apart, e.g. when every output of the LLM was invalid), then to the smaller."""
     return min(scores, key=lambda w: (-round(scores[w]["macro_f1"], 10),
-                                      -round(scores[w]["accuracy"], 10), w))
+                                      -round(scores[w]["accuracy"], 10), round(abs(w - prior), 10), w))
 
 
-def nested_choice(rows: Sequence[Mapping[str, Any]], folds: Sequence[int],
+def nested_choice(rows: Sequence[Mapping[str, Any]], folds: Sequence[int], prior: float,
                   grid: Sequence[float] = GRID) -> dict[str, Any]:
     """The weight picked on all ``rows`` and the out-of-fold score of picking it: each fold's
     rows decided by the weight picked on the other folds' rows (``folds[i]`` is row ``i``'s)."""
@@ -73,7 +74,7 @@ def nested_choice(rows: Sequence[Mapping[str, Any]], folds: Sequence[int],
     per_fold = {}
     for f in sorted(set(folds)):
         train = [r for r, g in zip(rows, folds) if g != f]
-        w = pick(grid_scores(train, grid))
+        w = pick(grid_scores(train, grid), prior) if train else prior
         per_fold[int(f)] = w
         for i, g in enumerate(folds):
             if g == f:
@@ -81,7 +82,7 @@ def nested_choice(rows: Sequence[Mapping[str, Any]], folds: Sequence[int],
                 preds[i] = blend_verdict(r["llm"], r["verdict"], r["model"], w)
     m = label_metrics([p for p in preds if p is not None], [r["label"] for r in rows])
     table = grid_scores(rows, grid)
-    return {"weight": pick(table), "grid": table, "weight_per_fold": per_fold,
+    return {"weight": pick(table, prior), "grid": table, "weight_per_fold": per_fold,
             "procedure_oof": {"macro_f1": m["macro_f1"], "accuracy": m["accuracy"],
                               "per_class_f1": m["per_class_f1"], "confusion": m["confusion"]}}
 
@@ -210,9 +211,11 @@ def head_oof(embedder: Any, datasets: Mapping[str, Path], *, folds: int = 5, shu
 
 
 def choose(llm_rows: Sequence[Mapping[str, Any]], oof: Mapping[str, Any],
-           gold_claims: Sequence[Mapping[str, Any]], grid: Sequence[float] = GRID) -> dict[str, Any]:
-    """The report ``choose`` prints: the grid, the weight, the procedure's out-of-fold score,
-    the LLM alone and the model alone on the same claims, and the invalid outputs."""
+           gold_claims: Sequence[Mapping[str, Any]], prior: float,
+           grid: Sequence[float] = GRID) -> dict[str, Any]:
+    """The report ``choose`` prints: the grid, the weight (ties to ``prior``), the procedure's
+    out-of-fold score, the LLM alone and the model alone on the same claims, and the invalid
+    outputs."""
     from plugin.lab.verdict import stratified_folds
 
     gold = [c["label"] for c in gold_claims]
@@ -221,10 +224,11 @@ def choose(llm_rows: Sequence[Mapping[str, Any]], oof: Mapping[str, Any],
     rows = [r for r in joined(llm_rows, oof) if r["id"] in fold_of]
     if not rows:
         raise BadInput("no claim is in both the LLM's recording and the out-of-fold file")
-    res = nested_choice(rows, [fold_of[r["id"]] for r in rows], grid)
+    res = nested_choice(rows, [fold_of[r["id"]] for r in rows], prior, grid)
     r4 = lambda d: {k: round(v, 4) for k, v in d.items()}  # noqa: E731
     llm_alone = label_metrics([r["verdict"] or LABELS[2] for r in rows], [r["label"] for r in rows])
-    return {"claims": len(rows), "model": oof.get("model"), "evidence": oof.get("evidence"),
+    return {"claims": len(rows), "claims_with_valid_llm_output": sum(r["llm"] is not None for r in rows),
+            "model": oof.get("model"), "evidence": oof.get("evidence"), "tie_prior": prior,
             "grid": {f"{w:.1f}": r4(s) for w, s in res["grid"].items()},
             "weight": res["weight"], "weight_per_fold": res["weight_per_fold"],
             "procedure_oof": {**r4({k: res["procedure_oof"][k] for k in ("macro_f1", "accuracy")}),

@@ -28,13 +28,19 @@ def test_the_verdict_for_a_weight_is_the_verifiers(llm, verdict, model, w, expec
     assert blend_verdict(llm, verdict, model, w) == expected
 
 
-@pytest.mark.parametrize("scores, expected", [
-    ({0.0: {"macro_f1": 0.3, "accuracy": 0.5}, 0.5: {"macro_f1": 0.4, "accuracy": 0.4}}, 0.5),
-    ({0.0: {"macro_f1": 0.4, "accuracy": 0.5}, 0.5: {"macro_f1": 0.4, "accuracy": 0.6}}, 0.5),
-    ({0.2: {"macro_f1": 0.4, "accuracy": 0.5}, 0.1: {"macro_f1": 0.4, "accuracy": 0.5}}, 0.1),
+SAME = {"macro_f1": 0.4, "accuracy": 0.5}
+
+
+@pytest.mark.parametrize("scores, prior, expected", [
+    ({0.0: {"macro_f1": 0.3, "accuracy": 0.5}, 0.5: {"macro_f1": 0.4, "accuracy": 0.4}}, 0.0, 0.5),
+    ({0.0: SAME, 0.5: {"macro_f1": 0.4, "accuracy": 0.6}}, 0.0, 0.5),
+    ({0.2: SAME, 0.1: SAME}, 0.0, 0.1),
+    ({w: SAME for w in GRID}, 0.6, 0.6),  # the data cannot tell them apart: the prior
+    ({0.2: SAME, 1.0: SAME}, 0.6, 0.2),   # else the nearest to it
+    ({0.4: SAME, 0.8: SAME}, 0.6, 0.4),   # equally near: the smaller
 ])
-def test_pick_takes_the_best_macro_f1_then_accuracy_then_the_smaller_weight(scores, expected):
-    assert pick(scores) == expected
+def test_pick_takes_the_best_macro_f1_then_accuracy_then_the_weight_nearest_the_prior(scores, prior, expected):
+    assert pick(scores, prior) == expected
 
 
 def row(label, llm, verdict, model):
@@ -53,17 +59,17 @@ def test_the_grid_scores_every_weight_and_the_middle_wins_when_each_is_right_on_
     # from w 0.6 the model overturns the LLM on the Refuted claims (Refuted 0.54 against 0.46),
     # up to 0.8 not on the Supported ones (0.52 against 0.48); 0.6–0.8 tie: the smallest
     assert [table[w]["accuracy"] for w in (0.5, 0.6, 0.8, 0.9)] == [0.5, 1.0, 1.0, 0.5]
-    assert pick(table) == 0.6
+    assert pick(table, 0.0) == 0.6 and pick(table, 1.0) == 0.8
 
 
 def test_nested_choice_scores_each_fold_with_the_weight_picked_on_the_others():
     folds = [0, 1, 0, 1, 0, 1, 0, 1]
-    res = nested_choice(ROWS, folds)
+    res = nested_choice(ROWS, folds, 0.0)
     assert res["weight"] == 0.6 and res["weight_per_fold"] == {0: 0.6, 1: 0.6}
     assert res["procedure_oof"]["accuracy"] == 1.0
     # a fold whose training claims point elsewhere is scored with that weight, not the final one
     rows = ROWS[:4] + [row(R, probs(s=1.0), S, probs(r=0.9, s=0.1))]
-    res = nested_choice(rows, [0, 0, 1, 1, 1])
+    res = nested_choice(rows, [0, 0, 1, 1, 1], 0.0)
     assert res["weight_per_fold"][1] == 0.0  # its other fold held only Supported claims
 
 
@@ -76,10 +82,13 @@ def test_choose_reports_the_llm_alone_the_model_alone_and_its_invalid_outputs():
                      "the LLM answered: every label is rated 0"})
     oof = {"model": "m", "evidence": "gold", "folds": 2, "shuffle": 0, "labels": list(LABELS),
            "claims": {**{f"c{i}": r["model"] for i, r in enumerate(ROWS)}, "c8": probs(n=0.9)}}
-    rep = choose(llm_rows, oof, claims)
-    assert rep["claims"] == 9 and set(rep["grid"]) == {f"{w:.1f}" for w in GRID}
+    rep = choose(llm_rows, oof, claims, prior=0.0)
+    assert rep["claims"] == 9 and rep["claims_with_valid_llm_output"] == 8 and set(rep["grid"]) == {f"{w:.1f}" for w in GRID}
     assert rep["weight"] == 0.6 and rep["model_alone"] == rep["grid"]["1.0"]
     assert rep["llm_output"]["invalid"] == 1 and rep["llm_output"]["fallback_decided"] == {"head": {N: 1}}
+    invalid = [{**r, "llm_scores": None, "verdict_llm": None} for r in llm_rows]
+    only_invalid = choose(invalid, oof, claims, prior=0.6)  # nothing tells the weights apart
+    assert only_invalid["weight"] == 0.6 and set(only_invalid["weight_per_fold"].values()) == {0.6}
 
 
 def test_invalid_summary_counts_the_fallbacks_and_their_reasons():
