@@ -95,21 +95,42 @@ def joined(llm_rows: Sequence[Mapping[str, Any]], oof: Mapping[str, Any]) -> lis
             for r in llm_rows if r["id"] in probs]
 
 
-def invalid_summary(llm_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """How often the LLM's output was invalid (twice, so the fallback decided) and what the
-    fallback decided, from the recording."""
+#: Why an LLM's output was invalid, from its ``fallback_reason``: the first kind whose text it holds.
+INVALID_KINDS = (("every label is rated 0", "every label rated 0"),
+                 ("must be the label with the highest rating", "verdict not its highest rating"),
+                 ("cut at max_tokens", "cut at max_tokens"))
+
+
+def invalid_kind(reason: str | None) -> str:
+    """The kind of an invalid output's ``fallback_reason`` (:data:`INVALID_KINDS`), else
+    ``other schema error``; a run that failed outright (``error``) is ``failed``."""
+    if reason is None:
+        return "failed"
+    return next((kind for text, kind in INVALID_KINDS if text in reason), "other schema error")
+
+
+def invalid_summary(llm_rows: Sequence[Mapping[str, Any]],
+                    model: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """How often the LLM's output was invalid (twice, so the fallback decided), why, and what
+    the fallback decided: as recorded (the verifier's verdict model, which may have been trained
+    on these claims) and, given ``model``'s out-of-fold probabilities, out of fold."""
     bad = [r for r in llm_rows if r.get("llm_scores") is None]
     decided: dict[str, dict[str, int]] = {}
+    kinds: dict[str, int] = {}
     for r in bad:
         by = decided.setdefault(r.get("verdict_source") or "?", {})
         by[r.get("verdict") or "?"] = by.get(r.get("verdict") or "?", 0) + 1
-    reasons: dict[str, int] = {}
-    for r in bad:
-        why = (r.get("fallback_reason") or r.get("error") or "?").split(":", 2)[-1].strip()[:80]
-        reasons[why] = reasons.get(why, 0) + 1
-    return {"claims": len(llm_rows), "invalid": len(bad),
-            "invalid_rate": round(len(bad) / len(llm_rows), 4) if llm_rows else 0.0,
-            "fallback_decided": decided, "reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:5])}
+        kind = invalid_kind(r.get("fallback_reason") if "error" not in r else None)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    out: dict[str, Any] = {"claims": len(llm_rows), "invalid": len(bad),
+                           "invalid_rate": round(len(bad) / len(llm_rows), 4) if llm_rows else 0.0,
+                           "why": kinds, "fallback_decided": decided}
+    rated = [r for r in bad if model is not None and r["id"] in model]
+    if rated:
+        labels = [max(LABELS, key=lambda k: model[r["id"]].get(k, 0.0)) for r in rated]
+        out["fallback_decided_oof"] = {k: labels.count(k) for k in LABELS if k in labels}
+        out["fallback_accuracy_oof"] = round(sum(p == r["label"] for p, r in zip(labels, rated)) / len(rated), 4)
+    return out
 
 
 # -- the edges --------------------------------------------------------------------------------------
@@ -239,4 +260,4 @@ def choose(llm_rows: Sequence[Mapping[str, Any]], oof: Mapping[str, Any],
             "llm_only_its_verdicts": {"macro_f1": round(llm_alone["macro_f1"], 4),
                                       "accuracy": round(llm_alone["accuracy"], 4),
                                       "note": "Not Enough Evidence where its output was invalid"},
-            "llm_output": invalid_summary([r for r in llm_rows if r["id"] in fold_of])}
+            "llm_output": invalid_summary([r for r in llm_rows if r["id"] in fold_of], oof["claims"])}

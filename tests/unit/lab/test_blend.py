@@ -1,8 +1,8 @@
 """Choosing the blend weight: the verifier's decision per weight, the pick, and nested CV."""
 import pytest
 
-from plugin.lab.blend import (GRID, blend_verdict, choose, grid_scores, invalid_summary, nested_choice,
-                              pick, stratified_subset)
+from plugin.lab.blend import (GRID, blend_verdict, choose, grid_scores, invalid_kind, invalid_summary,
+                              nested_choice, pick, stratified_subset)
 from plugin.verify.scoring import LABELS
 
 S, R, N, C = LABELS
@@ -91,12 +91,30 @@ def test_choose_reports_the_llm_alone_the_model_alone_and_its_invalid_outputs():
     assert only_invalid["weight"] == 0.6 and set(only_invalid["weight_per_fold"].values()) == {0.6}
 
 
-def test_invalid_summary_counts_the_fallbacks_and_their_reasons():
-    rows = [{"llm_scores": None, "verdict": R, "verdict_source": "head",
+@pytest.mark.parametrize("reason, kind", [
+    ("invalid LLM output after one retry: the LLM at http://x/v1 answered with no valid VerdictOut "
+     "after one retry (1 schema error(s), first at the answer: Value error, every label is rated 0: "
+     "the ratings support no verdict); the answer began: '{}'", "every label rated 0"),
+    ("… the verdict 'Supported' is rated 0.10, under 'Refuted' at 0.90: the verdict must be the label "
+     "with the highest rating", "verdict not its highest rating"),
+    ("… (not JSON); the answer was cut at max_tokens=16: raise it", "cut at max_tokens"),
+    ("… (1 schema error(s), first at verdict: Input should be 'Supported', …)", "other schema error"),
+    (None, "failed"),
+])
+def test_invalid_outputs_are_sorted_by_why(reason, kind):
+    assert invalid_kind(reason) == kind
+
+
+def test_invalid_summary_counts_the_fallbacks_why_and_what_they_decided_out_of_fold():
+    rows = [{"id": "a", "label": R, "llm_scores": None, "verdict": R, "verdict_source": "head",
              "fallback_reason": "invalid LLM output after one retry: x: every label is rated 0"},
-            {"llm_scores": {S: 1.0}, "verdict": S, "verdict_source": "llm"}]
-    got = invalid_summary(rows)
-    assert got["invalid"] == 1 and got["invalid_rate"] == 0.5 and got["fallback_decided"] == {"head": {R: 1}}
+            {"id": "b", "label": S, "llm_scores": None, "verdict": S, "verdict_source": "head",
+             "fallback_reason": "invalid LLM output after one retry: x: every label is rated 0"},
+            {"id": "c", "label": S, "llm_scores": {S: 1.0}, "verdict": S, "verdict_source": "llm"}]
+    got = invalid_summary(rows, {"a": probs(r=0.9), "b": probs(r=0.8), "c": probs(s=1.0)})
+    assert got["invalid"] == 2 and got["invalid_rate"] == 0.6667 and got["why"] == {"every label rated 0": 2}
+    assert got["fallback_decided"] == {"head": {R: 1, S: 1}}  # as recorded (an in-sample head)
+    assert got["fallback_decided_oof"] == {R: 2} and got["fallback_accuracy_oof"] == 0.5
 
 
 def test_a_stratified_subset_keeps_the_label_shares_and_grows_by_adding():
