@@ -70,7 +70,7 @@ def cmd_choose(args: argparse.Namespace, services: Services) -> int:
     report = choose(read_jsonl(args.llm_ratings), read_oof(args.oof), _claims(args),
                     prior=float(load_table(table_path)["default"]))
     llm_model = args.llm_model if args.llm_model is not None else services.settings.llm_model
-    report = {"llm_model": llm_model, **report}
+    report = {"llm_model": llm_model, "llm_ratings": str(args.llm_ratings), "oof": str(args.oof), **report}
     if args.write:
         write_table(with_weight(load_table(table_path), llm_model, report["weight"]), table_path)
         report["written"] = {"table": str(table_path), "llm_model": llm_model, "weight": report["weight"]}
