@@ -123,3 +123,32 @@ def test_a_stratified_subset_keeps_the_label_shares_and_grows_by_adding():
     assert [c["label"] for c in small].count(S) == 2 and len(small) == 8
     assert {c["id"] for c in small} <= {c["id"] for c in big}
     assert stratified_subset(claims, 100) == claims
+
+
+def test_the_command_chooses_from_files_and_writes_the_weight_for_the_llm(tmp_path, capsys):
+    import json
+
+    from cli.main import main
+    from plugin.verify.blend import load_table
+
+    claims = [{"id": f"c{i}", "claim": "x", "label": r["label"]} for i, r in enumerate(ROWS)]
+    (tmp_path / "claims.jsonl").write_text("".join(json.dumps(c) + "\n" for c in claims))
+    (tmp_path / "llm.jsonl").write_text("".join(json.dumps(
+        {"id": f"c{i}", "label": r["label"], "llm_scores": r["llm"], "verdict_llm": r["verdict"],
+         "verdict": r["verdict"], "verdict_source": "llm"}) + "\n" for i, r in enumerate(ROWS)))
+    (tmp_path / "oof.json").write_text(json.dumps(
+        {"model": "m", "evidence": "gold", "folds": 2, "shuffle": 0, "labels": list(LABELS),
+         "claims": {f"c{i}": r["model"] for i, r in enumerate(ROWS)}}))
+    table = tmp_path / "blend.json"
+    table.write_text(json.dumps({"default": 0.6, "models": {"other": 0.2}}))
+    argv = ["blend-weight", "choose", "--averitec", str(tmp_path), "--llm-ratings", str(tmp_path / "llm.jsonl"),
+            "--oof", str(tmp_path / "oof.json"), "--table", str(table), "--llm-model", "an-llm"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["weight"] == 0.6 and "written" not in report
+    assert load_table(table)["models"] == {"other": 0.2}  # nothing written without --write
+    assert main([*argv, "--write"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == {"table": str(table), "llm_model": "an-llm",
+                                                              "weight": 0.6}
+    assert load_table(table) == {"default": 0.6, "models": {"an-llm": 0.6, "other": 0.2}}
+    assert main([*argv[:-2], "--llm-model", "", "--write"]) == 2  # a weight for no name is refused
