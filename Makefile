@@ -14,8 +14,14 @@ FACTSIEVE_LLM_PORT ?= 8089
 export FACTSIEVE_OS_PORT FACTSIEVE_REDIS_PORT FACTSIEVE_LLM_PORT
 export FACTSIEVE_OPENSEARCH_URL ?= http://127.0.0.1:$(FACTSIEVE_OS_PORT)
 export FACTSIEVE_REDIS_URL ?= redis://127.0.0.1:$(FACTSIEVE_REDIS_PORT)/0
+# the local server's model by the name it reports (scripts/llm_server.py), so that its measured
+# blend weight applies (plugin/verify/configs/blend.json); not for an LLM_URL set elsewhere
+ifndef FACTSIEVE_LLM_URL
+export FACTSIEVE_LLM_MODEL ?= smollm2-135m-instruct
+endif
 export FACTSIEVE_LLM_URL ?= http://127.0.0.1:$(FACTSIEVE_LLM_PORT)/v1
-export FACTSIEVE_NLTK_DATA_DIR ?= $(CURDIR)/.cache/nltk_data
+# where scripts/wordnet.sh puts WordNet (it honours FACTSIEVE_CACHE, as scripts/services.sh does)
+export FACTSIEVE_NLTK_DATA_DIR ?= $(or $(FACTSIEVE_CACHE),$(CURDIR)/.cache)/nltk_data
 #: the secured node's settings (scripts/services.sh up --secure writes them)
 SECURE_ENV := $(or $(FACTSIEVE_CACHE),$(CURDIR)/.cache)/opensearch/secure/secure.env
 export FACTSIEVE_TEST_SECURE_ENV ?= $(SECURE_ENV)
@@ -61,7 +67,8 @@ install-torch: $(TORCH_STAMP)
 test-torch: install-torch model
 	$(PY) -m pytest -q -p no:cacheprovider -m torch
 
-up: install $(OCR_STAMP)
+# WordNet too: `factsieve evaluate-verification` scores with it, and nobody runs a script by hand
+up: install $(OCR_STAMP) wordnet
 	scripts/services.sh up
 
 down:

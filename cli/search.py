@@ -138,8 +138,10 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("-k", type=int, default=5)
     sp.add_argument("--config", default="hybrid-rerank",
                     help="retrieval configuration (default: hybrid-rerank, the best measured)")
-    sp.add_argument("--verify-config", default="qa-loop", help="verification configuration for the sample claim")
-    sp.add_argument("--no-verify", action="store_true", help="matching only (no LLM needed)")
+    sp.add_argument("--verify-config", metavar="NAME",
+                    help="verification configuration for the sample claim (default: the demo's, "
+                         "cli.verify.DEMO_CONFIG, the best measured with what make demo installs)")
+    sp.add_argument("--no-verify", action="store_true", help="matching only (no sample verification)")
 
     sp = add("configs", cmd_configs, "list the named retrieval configurations (scores: records/retrieval.json)")
     sp.add_argument("--configs-file", type=Path)

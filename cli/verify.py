@@ -34,10 +34,17 @@ def cmd_verify(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
-def demo_verification(services: Services, samples: Path, config: str) -> None:
-    """The demo's second half: load the sample evidence and verify the sample claim with the
-    configured LLM (the local SmolLM2-135M under `make demo`: a floor for structure, not for
-    verdict quality)."""
+#: The configuration ``make demo`` verifies its sample claim with: the one that measures best
+#: with what ``make demo`` installs (the local SmolLM2-135M and the packaged verdict models). The
+#: measurements it rests on, and why: docs/verification.md#the-demos-configuration. This is the
+#: one place to change it when they change (``factsieve demo --verify-config`` overrides it).
+DEMO_CONFIG = "cited"
+
+
+def demo_verification(services: Services, samples: Path, config: str | None = None) -> None:
+    """The demo's second half: load the sample evidence and verify the sample claim with
+    ``config`` (:data:`DEMO_CONFIG` when ``None``), print its ratings (the verdict is the
+    highest), and say how to plug in a real LLM."""
     import json
 
     from plugin.evidence import ingest_evidence, read_evidence
@@ -49,12 +56,13 @@ def demo_verification(services: Services, samples: Path, config: str) -> None:
                              index=services.settings.evidence_index)
     print(f"\nsample evidence: {report.documents} documents, {report.indexed} passages new, "
           f"{report.updated} updated, {report.rejected} rejected (alias {services.settings.evidence_index!r})")
-    cfg = services.verification_config(config)
+    cfg = services.verification_config(config or DEMO_CONFIG)
+    why = " (the demo's: docs/verification.md#the-demos-configuration)" if config is None else ""
     for line in (samples / "demo_claims.jsonl").read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         claim = json.loads(line)
-        print(f"\nverifying a sample claim with {cfg.name!r} (its published label: {claim['label']}):")
+        print(f"\nverifying a sample claim with {cfg.name!r}{why} (its published label: {claim['label']}):")
         out = services.verifier(cfg).verify(VerifyRequest(
             claim=claim["claim"], date=parse_date(claim.get("date")), claim_id=claim.get("id"),
             exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg)
@@ -62,10 +70,11 @@ def demo_verification(services: Services, samples: Path, config: str) -> None:
     print(f"\n{REAL_LLM_HINT}")
 
 
-#: The demo's last line: the local 135M model is a floor for structure, not for verdicts.
+#: The demo's last line: how to plug in a real LLM (the local 135M model is a floor for
+#: structure, not for verdicts).
 REAL_LLM_HINT = ("for verdicts from a real LLM, set FACTSIEVE_LLM_URL to an OpenAI-compatible "
-                 "server's /v1 URL and FACTSIEVE_LLM_MODEL to its model (vLLM, Ollama, llama.cpp: "
-                 "docs/verification.md)")
+                 "server's /v1 URL and FACTSIEVE_LLM_MODEL to its model (vLLM, Ollama, llama.cpp), "
+                 "then `factsieve verify CLAIM --config qa-loop` (docs/verification.md)")
 
 #: What each ``verdict_source`` is called in the printed result.
 SOURCE_NAMES = {"llm": "the LLM's ratings", "llm+head": "the LLM's ratings blended with the verdict head's",

@@ -140,7 +140,8 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
             continue
         base = services.verifier(cfg)
         verifier = Verifier(llm=base.llm, matcher=base.matcher, pool=base.pool, head=base.head,
-                            evidence=retriever if retriever is not None else base.evidence)
+                            evidence=retriever if retriever is not None else base.evidence,
+                            head_weight=base.head_weight)
         preds, cost = run_config(verifier, cfg, scored, evidence, on_claim=on_claim)
         # an LLM configuration holds the head for its fallback: in-sample only when it decided
         head_decided = any(k.startswith(("head", "llm+head")) for k in cost["verdict_sources"])
@@ -154,6 +155,9 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
             "q_plus_a": round(scores["q_plus_a"], 4),
             "averitec_score": {k: round(v, 4) for k, v in scores["averitec_score"].items()},
             **cost}
+        if cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL):
+            result["configs"][name]["head_weight"] = (verifier.head_weight if cfg.head_weight is None
+                                                      else cfg.head_weight) if base.head else 0.0
         if leak:
             result["configs"][name]["in_sample"] = leak
     return result

@@ -329,18 +329,26 @@ class Services:
 
         return get_verification_config(name or self.settings.verify_config)
 
+    def blend_weight(self) -> float:
+        """The verdict model's weight in the LLM/model blend for the configured LLM
+        (``FACTSIEVE_LLM_MODEL``), from ``plugin/verify/configs/blend.json``."""
+        from plugin.verify.blend import blend_weight, load_table
+
+        return blend_weight(self.settings.llm_model, load_table())
+
     def verifier(self, cfg: Any) -> Any:
         """A ``Verifier`` with the parts ``cfg`` needs: the matcher of its lookup, the evidence
-        retriever, the LLM, the few-shot pool and the verdict head (required for the head or a
-        blend; for an LLM configuration, when one loads, the fallback after invalid LLM output)."""
+        retriever, the LLM, the few-shot pool, the verdict head (required for the head or a
+        blend the configuration sets; for an LLM configuration otherwise, when one loads, the
+        blend with the weight recorded for the LLM and the fallback after invalid LLM output)."""
         from plugin.verify.config import Strategy
         from plugin.verify.fewshot import load_pool
         from plugin.verify.verifier import Verifier, looks_up
 
         uses_llm = cfg.strategy in (Strategy.QA_LOOP, Strategy.SINGLE_CALL)
-        needs_head = cfg.strategy in (Strategy.HEAD, Strategy.CITED) or cfg.head_weight > 0
+        needs_head = cfg.strategy in (Strategy.HEAD, Strategy.CITED) or (uses_llm and (cfg.head_weight or 0) > 0)
         head = self.verdict_head() if needs_head else self.fallback_head() if uses_llm else None
-        return Verifier(
+        return Verifier(head_weight=self.blend_weight() if uses_llm else 0.0,
             llm=self.llm if uses_llm else None,
             evidence=self.evidence_retriever(cfg.per_url) if cfg.strategy is not Strategy.LOOKUP else None,
             matcher=(self.matcher(cfg.retrieval, rerank=True, explained=True)

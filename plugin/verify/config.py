@@ -75,8 +75,10 @@ class VerificationConfig(BaseModel):
     max_pairs: int = Field(default=10, ge=1, le=10)
     fewshot: int = Field(default=1, ge=0, le=8)
     budget_s: float = Field(default=60.0, gt=0, le=3600)
-    #: combine the verdict head's label scores with the LLM's (weight of the head, 0–1)
-    head_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: LLM strategies: the verdict model's weight ``w`` in the verdict ``(1 − w)·llm + w·model``
+    #: (0: the LLM's own verdict). ``None``: the weight recorded for the configured LLM
+    #: (``plugin.verify.blend``, ``configs/blend.json``); a number here overrides it.
+    head_weight: float | None = Field(default=None, ge=0.0, le=1.0)
     max_tokens: int = Field(default=384, ge=16, le=8192)
 
 

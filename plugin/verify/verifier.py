@@ -39,8 +39,8 @@ Progress = Callable[[str, int | None], None]
 #: Where a result's verdict came from (its ``verdict_source``).
 VERDICT_SOURCES = {
     "llm": "the LLM's verdict, supported by its ratings",
-    "llm+head": "the highest of the LLM's ratings blended with the verdict head's (head_weight)",
-    "head": "the verdict head: the head or cited configuration, or the fallback after invalid LLM output",
+    "llm+head": "the highest of the LLM's ratings blended with the verdict model's (the blend weight)",
+    "head": "the verdict model: the head or cited configuration, or the fallback after invalid LLM output",
     "fact-check": "the rating of a published fact-check that matches the claim",
     "none": "Not Enough Evidence because nothing could decide (see fallback_reason or note)",
 }
@@ -148,9 +148,12 @@ class _Run:
 class Verifier:
     def __init__(self, *, llm: Any = None, evidence: EvidenceSearch | None = None,
                  matcher: Any = None, pool: FewShotPool | None = None,
-                 head: VerdictHead | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 head: VerdictHead | None = None, clock: Callable[[], float] = time.monotonic,
+                 head_weight: float = 0.0) -> None:
         self.llm, self.evidence, self.matcher = llm, evidence, matcher
         self.pool, self.head, self.clock = pool, head, clock
+        #: the blend's weight where the configuration sets none (``plugin.verify.blend``)
+        self.head_weight = head_weight
 
     # -- the entry point ------------------------------------------------------------------------
     def verify(self, req: VerifyRequest, cfg: VerificationConfig,
@@ -342,12 +345,12 @@ class Verifier:
                 cfg: VerificationConfig, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
         llm_scores = out.label_scores.by_label()
         scores, verdict, source = llm_scores, out.verdict.value, "llm"
-        if self.head is not None and cfg.head_weight > 0:
-            head = self.head.label_scores(req.claim, pairs)
-            w = cfg.head_weight
+        w = self.head_weight if cfg.head_weight is None else cfg.head_weight
+        if self.head is not None and w > 0:
+            head = self.head.label_scores(req.claim, pairs, req.date.isoformat() if req.date else None)
             scores = {k: round((1 - w) * llm_scores[k] + w * head.get(k, 0.0), 4) for k in steps.LABELS}
             verdict, source = max(steps.LABELS, key=lambda k: scores[k]), "llm+head"
-            extra["label_scores_llm"], extra["label_scores_head"] = llm_scores, head
+            extra.update(label_scores_llm=llm_scores, label_scores_head=head, head_weight=w)
         statements, dropped = cited_statements(out.statements, len(pairs))
         return {"verdict": verdict, "label_scores": scores,
                 "justification": justification(statements), "statements": statements,

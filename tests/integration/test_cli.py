@@ -345,12 +345,18 @@ def test_after_the_demos_set_up_the_stored_template_answers(capsys, cli_alias, e
     assert set(post["expect"]) & {h["_id"] for h in resp["hits"]["hits"]}
 
 
-def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, make_alias, monkeypatch, embedder):
+def test_demo_verifies_the_sample_claim_with_the_demos_configuration(capsys, cli_alias, make_alias,
+                                                                    monkeypatch, embedder):
+    """As `make demo` runs it: the demo's configuration (``cli.verify.DEMO_CONFIG``), its
+    printed verdict the highest of its printed ratings, and how to plug in a real LLM."""
+    from cli.verify import DEMO_CONFIG, REAL_LLM_HINT
+
     monkeypatch.setenv("FACTSIEVE_EVIDENCE_INDEX", make_alias())
     monkeypatch.setenv("FACTSIEVE_LLM_URL", os.environ.get("FACTSIEVE_LLM_URL") or LOCAL_LLM)
-    code, out, err = run(capsys, "demo", "--samples", str(SAMPLES), "--verify-config", "qa-loop")
+    code, out, err = run(capsys, "demo", "--samples", str(SAMPLES))
     assert code == 0, out + err
-    assert "sample evidence: 89 documents" in out and "verifying a sample claim" in out
+    assert "sample evidence: 89 documents" in out
+    assert f"verifying a sample claim with {DEMO_CONFIG!r} (the demo's: docs/verification.md" in out
     assert "[1] Q:" in out and "verdict:" in out, out
     # the head's fallback cites what has a source (no statements of its own): an answered pair's page
     assert ("cites [" in out) == ("      source: " in out) or "justification: " in out, out
@@ -365,7 +371,9 @@ def test_demo_verifies_the_sample_claim_with_the_local_llm(capsys, cli_alias, ma
     else:
         scores = {k: float(v) for k, v in (item.rsplit(" ", 1) for item in ratings.split(", "))}
         assert ratings_problem(scores, verdict) is None, out
-    assert "FACTSIEVE_LLM_URL" in out and "FACTSIEVE_LLM_MODEL" in out
+        assert scores[verdict] == max(scores.values()) > 0, out  # the verdict is the top rating
+    assert out.rstrip().endswith(REAL_LLM_HINT)
+    assert "FACTSIEVE_LLM_URL" in REAL_LLM_HINT and "FACTSIEVE_LLM_MODEL" in REAL_LLM_HINT
 
 
 def test_evaluate_verification_without_wordnet_says_how_to_get_it(capsys, monkeypatch, tmp_path):

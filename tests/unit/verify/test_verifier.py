@@ -311,7 +311,7 @@ class Head:
     def __init__(self):
         self.seen = []
 
-    def label_scores(self, claim, pairs):
+    def label_scores(self, claim, pairs, date=None):
         self.seen.append((claim, list(pairs)))
         return {"Supported": 0.1, "Refuted": 0.7, "Not Enough Evidence": 0.15,
                 "Conflicting Evidence/Cherrypicking": 0.05}
@@ -359,6 +359,7 @@ def test_verdict_source_says_where_each_verdict_came_from():
     assert out["verdict_source"] == "llm+head" and out["verdict"] == "Refuted"
     scores = out["label_scores"]
     assert steps.ratings_problem(scores, out["verdict"]) is None  # a blend is supported by construction
+    assert out["head_weight"] == 0.5 and out["label_scores_llm"]["Refuted"] == 0.9
     out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head"))
     assert out["verdict_source"] == "head" and "fallback_reason" not in out
     out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), get_config("lookup"))
@@ -407,3 +408,27 @@ def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeyp
         cfg("qa-loop", fewshot=0))
     assert len(sent) == 2 and out["verdict_source"] == "head" and out["verdict"] == "Refuted"
     assert out["tokens"] == {"prompt": 2, "completion": 2, "calls": 1}  # both attempts counted
+
+
+def test_the_blend_weight_comes_from_the_verifier_unless_the_configuration_sets_one():
+    """``head_weight`` None (the packaged configurations): the weight the verifier was given
+    for its LLM (``Services.blend_weight``); a number in the configuration overrides it. At 1
+    the LLM's ratings count for nothing, and the result still says the verdict is a blend."""
+    conf = cfg("qa-loop", fewshot=0, hyde=False)
+    assert conf.head_weight is None
+    disagree = answers()
+    disagree[steps.VerdictOut] = {**disagree[steps.VerdictOut], "verdict": "Supported",
+                                  "label_scores": {**SCORES, "supported": 0.95}}
+    gold = VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},))
+
+    def verify(weight, config):
+        return Verifier(llm=ScriptedLLM(disagree), head=Head(), head_weight=weight).verify(gold, config)
+
+    assert verify(0.0, conf)["verdict_source"] == "llm" and verify(0.0, conf)["verdict"] == "Supported"
+    out = verify(1.0, conf)
+    assert out["verdict_source"] == "llm+head" and out["verdict"] == "Refuted" and out["head_weight"] == 1.0
+    assert out["label_scores"] == out["label_scores_head"] and out["label_scores_llm"]["Supported"] == 0.95
+    out = verify(1.0, conf.model_copy(update={"head_weight": 0.0}))  # the configuration overrides
+    assert out["verdict_source"] == "llm" and out["verdict"] == "Supported"
+    out = Verifier(llm=ScriptedLLM(disagree), head_weight=1.0).verify(gold, conf)  # no head: no blend
+    assert out["verdict_source"] == "llm" and "head_weight" not in out
