@@ -394,7 +394,8 @@ class Verifier:
 
             raise ModelUnavailable("no verdict head is available: run `factsieve train-verdict` "
                                    "or choose a configuration that uses the LLM")
-        scores = run.timed("head", lambda: self.head.label_scores(req.claim, pairs))
+        scores = run.timed("head", lambda: self.head.label_scores(
+            req.claim, pairs, req.date.isoformat() if req.date else None))
         verdict = max(steps.LABELS, key=lambda k: scores.get(k, 0.0))
         return {"verdict": verdict, "label_scores": scores, "justification": "", "statements": [],
                 "qa_pairs": pairs, "citations": citations(pairs, []), "stage": stage,

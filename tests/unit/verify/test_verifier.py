@@ -313,6 +313,7 @@ class Head:
 
     def label_scores(self, claim, pairs, date=None):
         self.seen.append((claim, list(pairs)))
+        self.dates = [*getattr(self, "dates", []), date]
         return {"Supported": 0.1, "Refuted": 0.7, "Not Enough Evidence": 0.15,
                 "Conflicting Evidence/Cherrypicking": 0.05}
 
@@ -432,3 +433,15 @@ def test_the_blend_weight_comes_from_the_verifier_unless_the_configuration_sets_
     assert out["verdict_source"] == "llm" and out["verdict"] == "Supported"
     out = Verifier(llm=ScriptedLLM(disagree), head_weight=1.0).verify(gold, conf)  # no head: no blend
     assert out["verdict_source"] == "llm" and "head_weight" not in out
+
+
+def test_the_verdict_model_reads_the_claims_date_wherever_it_decides():
+    """The fine-tuned verdict model was trained with the claim's date: the head strategy, the
+    fallback and the blend all hand it over."""
+    from datetime import date
+
+    head = Head()
+    req = VerifyRequest(claim="c", date=date(2020, 3, 1))
+    Verifier(evidence=Evidence(PASSAGES), head=head).verify(req, cfg("head"))
+    Verifier(llm=InvalidLLM(zero_answers()), evidence=Evidence(PASSAGES), head=head).verify(req, cfg("single-call"))
+    assert head.dates == ["2020-03-01", "2020-03-01"]
