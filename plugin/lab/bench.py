@@ -1,7 +1,10 @@
 """``factsieve bench``: what matching costs, and how the cost grows with the corpus.
 
-Measures per configuration: single-query latency p50/p95 with its parts (embedding, OpenSearch,
-fusion), sustained queries/s at a given concurrency, ingest docs/s, resident memory. Scaled
+Measures per corpus: documents, segments, size on disk, the node's heap and resident memory,
+recall@10 of the approximate kNN against exact search on a sample of queries, and for a
+scaled corpus its build (bulk rate, refresh, segments before the force merge, the merge); per
+configuration: single-query latency p50/p95 with its parts (embedding, OpenSearch, fusion),
+sustained queries/s at a given concurrency; ingest docs/s and the client's resident memory. Scaled
 corpora (100k, 1M) are *synthetic*: near-duplicates of the real fact-checks, made from their
 real texts and real embeddings with small perturbations instead of re-encoding (encoding 1M
 texts takes hours on 2 cores). The output says so.
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from plugin.embedding import Embedder
+from plugin.lab.bench_index import index_stats, knn_recall, node_memory
 from plugin.lab.evaluate.metrics import percentile
 from plugin.lab.datasets import Dataset, ensure_dataset_index
 from plugin.search.generated import GENERATED
@@ -31,16 +35,12 @@ from plugin.index.store import Store
 from plugin.index.templates import IndexSpec, current_index, ensure_index
 
 
+#: Query vectors whose approximate kNN is compared with exact search, per corpus.
+RECALL_SAMPLE = 50
+
+
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _opensearch_memory(store: Store) -> dict[str, Any]:
-    stats = store.client.nodes.stats(metric="jvm,process")
-    node = next(iter(stats["nodes"].values()))
-    return {"heap_used_mb": round(node["jvm"]["mem"]["heap_used_in_bytes"] / 2**20, 1),
-            "heap_max_mb": round(node["jvm"]["mem"]["heap_max_in_bytes"] / 2**20, 1),
-            "process_virtual_mb": round(node["process"]["mem"]["total_virtual_in_bytes"] / 2**20, 1)}
 
 
 def perturb(text: str, rnd: random.Random) -> str:
@@ -99,13 +99,19 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
     actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
                for d in synthetic_docs(base, n))
     failed = sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
+    bulk_s = time.perf_counter() - t0
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
+    t1 = time.perf_counter()
     store.refresh(alias)
+    refresh_s = time.perf_counter() - t1
     secs = time.perf_counter() - t0
+    segments = store.segment_count(alias)
+    # sent once as a task and polled (Store.force_merge): it may take longer than any client timeout
     merge_s = store.force_merge(alias, lease_timeout_s=90.0 if n >= 1000 else 0.0)
     return alias, {"docs": n, "failed": failed, "seconds": round(secs, 1),
-                   "docs_per_s": round(n / secs, 1), "force_merge_s": round(merge_s, 1),
-                   "synthetic": True,
+                   "docs_per_s": round(n / bulk_s, 1), "bulk_s": round(bulk_s, 1),
+                   "refresh_s": round(refresh_s, 1), "segments_before_merge": segments,
+                   "force_merge_s": round(merge_s, 1), "synthetic": True,
                    "note": "bulk indexing of precomputed vectors (no embedding), then a force merge"}
 
 
@@ -180,9 +186,10 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
     for n in sizes:
         scaled, stats = build_scaled_index(store, embedder, alias, n, settings)
         corpora.append((f"{n} synthetic near-duplicates", scaled, stats))
+    sample = embedder.encode_queries(texts[:RECALL_SAMPLE])
     for label, idx, stats in corpora:
-        entry: dict[str, Any] = {"index": idx, "docs": store.count(idx),
-                                 "segments": store.segment_count(idx), "configs": {}}
+        entry: dict[str, Any] = {"index": idx, **index_stats(store, idx),
+                                 "knn_recall": knn_recall(store, idx, sample), "configs": {}}
         if stats:
             entry["build"] = stats
         for name, cfg in configs.items():
@@ -199,7 +206,7 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
                                                                budget_ms=budget)}
         if hosted and stats is None:
             entry["template"] = _template_entry(store, settings, idx, texts, mode)
-        entry["opensearch_memory"] = _opensearch_memory(store)
+        entry["node_after_queries"] = node_memory(store)
         out["corpora"][label] = entry
     if hosted:
         from plugin.lab.hosted_bench import ingest_rates

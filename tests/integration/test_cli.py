@@ -282,9 +282,15 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
     result = json.loads(out)
     corpora = list(result["corpora"].values())
     assert len(corpora) == 2 and corpora[1]["docs"] == 120 and corpora[1]["build"]["synthetic"] is True
+    build = corpora[1]["build"]
+    assert build["segments_before_merge"] >= 1 and build["bulk_s"] > 0 and build["refresh_s"] >= 0
     for c in corpora:
         d = c["configs"]["dense"]
         assert d["latency_ms"]["p50"] > 0 and d["throughput"]["errors"] == 0
+        # where the cost lies: segments, bytes on disk, the node's memory, and how exact kNN is
+        assert c["segments"] == 1 and c["size_on_disk_mb"] > 0 and c["bytes_per_doc"] > 0
+        assert c["node"]["heap_used_mb"] > 0 and c["node"]["rss_mb"] > 0
+        assert c["knn_recall"]["queries"] == 5 and 0.9 <= c["knn_recall"]["recall"] <= 1.0
 
 
 def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
