@@ -77,8 +77,8 @@ REAL_LLM_HINT = ("for verdicts from a real LLM, set FACTSIEVE_LLM_URL to an Open
                  "then `factsieve verify CLAIM --config qa-loop` (docs/verification.md)")
 
 #: What each ``verdict_source`` is called in the printed result.
-SOURCE_NAMES = {"llm": "the LLM's ratings", "llm+head": "the LLM's ratings blended with the verdict head's",
-                "head": "the verdict head", "fact-check": "a published fact-check",
+SOURCE_NAMES = {"llm": "the LLM's ratings", "llm+head": "the LLM's ratings blended with the verdict model's",
+                "head": "the verdict model (FACTSIEVE_VERDICT_MODEL)", "fact-check": "a published fact-check",
                 "none": "nothing could decide"}
 
 

@@ -363,9 +363,12 @@ def test_demo_verifies_the_sample_claim_with_the_demos_configuration(capsys, cli
     assert code == 0, out + err
     assert "sample evidence: 89 documents" in out
     assert f"verifying a sample claim with {DEMO_CONFIG!r} (the demo's: docs/verification.md" in out
-    assert "[1] Q:" in out and "verdict:" in out, out
-    # the head's fallback cites what has a source (no statements of its own): an answered pair's page
-    assert ("cites [" in out) == ("      source: " in out) or "justification: " in out, out
+    assert re.search(r"\n  \[1\] (Q:|supports|refutes|neither)", out) and "verdict:" in out, out
+    # every statement of the justification cites a passage or pair the output lists with its page
+    for line in out.splitlines():
+        if line.startswith("  justification: "):
+            cited = {int(n) for group in re.findall(r"\[([\d, ]+)\]", line) for n in group.split(",")}
+            assert cited and all(f"  cites [{n}] http" in out for n in cited), out
     # no bluffing: the printed ratings support the printed verdict, and it says where it came from
     from plugin.verify.steps import ratings_problem
 
