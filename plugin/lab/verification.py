@@ -164,16 +164,22 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
 
 
 def head_trained_on(head: Any, dataset: str) -> str | None:
-    """Why a head's scores on ``dataset`` are in-sample (it was trained on those claims), else None."""
+    """Why a verdict model's scores on ``dataset`` are in-sample (it was trained on those
+    claims), else None. A relative path in its manifest is where training ran from: the
+    repository's root (``train-verdict``'s defaults) or, failing that, this working directory."""
     from pathlib import Path
+
+    import plugin
 
     if head is None:
         return None
+    root = Path(plugin.__file__).resolve().parents[1]
+    target = Path(dataset).resolve()
     data = head.manifest.get("data") or {}
     for name, spec in (data.items() if isinstance(data, dict) else []):
         path = spec.get("path") if isinstance(spec, dict) else None
-        if path and Path(path).resolve() == Path(dataset).resolve():
-            return (f"the verdict head was trained on these claims ({name}): its scores here are "
+        if path and target in {Path(path).resolve(), (root / path).resolve()}:
+            return (f"the verdict model was trained on these claims ({name}): its scores here are "
                     "in-sample; its cross-validated scores are in its manifest (cv)")
     return None
 

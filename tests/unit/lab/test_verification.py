@@ -65,3 +65,15 @@ def test_run_config_counts_verdict_sources_and_fallbacks():
 
     _, cost = run_config(Fake(), get_config("qa-loop"), [CLAIM, CLAIM, CLAIM], "gold")
     assert cost["verdict_sources"] == {"llm": 1, "head (fallback)": 1, "none (fallback)": 1}
+
+
+def test_a_relative_training_path_is_read_from_the_repository_root_wherever_the_command_runs(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import plugin
+    from plugin.lab.verification import head_trained_on
+
+    root = __import__("pathlib").Path(plugin.__file__).resolve().parents[1]
+    head = SimpleNamespace(manifest={"data": {"averitec": {"path": "../shared/data/averitec_dev"}}})
+    monkeypatch.chdir(tmp_path)   # not the repository's root: the relative path still resolves there
+    assert "in-sample" in head_trained_on(head, str(root / "../shared/data/averitec_dev"))
