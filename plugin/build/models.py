@@ -34,8 +34,7 @@ def build_models(settings: Settings, *, force: bool = False) -> dict[str, Any]:
     out["query_towers"] = _each(known_adapters(settings.query_adapter_dir),
                                 lambda name: build_query_tower(settings, name, force=force))
     out["rerankers"] = _each(packaged_rerankers(), lambda name: build_lora_reranker(settings, name, force=force))
-    # only the configured one: a built verdict model is ~470 MB of ONNX (fp32), and the others
-    # are built on first use when a deployment names them (``Services.verdict_head``)
+    # only the configured one: a built verdict model is ~470 MB of ONNX (fp32)
     out["verdict_models"] = _each([n for n in packaged_models() if n == settings.verdict_model],
                                   lambda name: build_verdict_model(settings, name, force=force))
     return out

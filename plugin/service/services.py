@@ -301,18 +301,16 @@ class Services:
 
     def verdict_head(self) -> Any:
         """The configured verdict model (``FACTSIEVE_VERDICT_MODEL``): the head, or a fine-tuned
-        cross-encoder (built into the model cache on first use when ``model build`` has not)."""
+        cross-encoder as ``factsieve model build`` built it."""
         name = self.settings.verdict_model
         if name == "head":
             from plugin.verify.head import VerdictHead
 
             return self._get("verdict_head", lambda: VerdictHead.load(self.settings.verdict_head_path,
                                                                        self.embedder))
-        from plugin.build.adapted import build_verdict_model
-        from plugin.verify.verdict_model import CrossEncoderVerdictModel
+        from plugin.verify.verdict_model import load_verdict_model
 
-        return self._get(f"verdict_model:{name}",
-                         lambda: CrossEncoderVerdictModel(build_verdict_model(self.settings, name)))
+        return self._get(f"verdict_model:{name}", lambda: load_verdict_model(self.settings, name))
 
     def fallback_head(self) -> Any:
         """The verdict head when it loads, else ``None``: an LLM configuration's verdict after

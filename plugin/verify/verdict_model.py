@@ -4,10 +4,10 @@ the four verdict labels, without an LLM.
 ``factsieve train-verdict --kind cross-encoder`` (``plugin.lab.verdict_xenc``) fine-tunes the
 packaged encoder with LoRA on its top layers plus a four-label head (JAX, on the CPU or an
 accelerator) and commits the adapter (``plugin/artefacts/verdict/<name>.npz`` + ``.json``, a few
-hundred KB). ``factsieve model build`` (run by ``make demo`` / ``make test``; ``Services`` runs
-the same idempotent build on first use) merges it into the encoder and writes an ONNX classifier
-folder under ``<model cache>/verdict/<name>/``, which this module serves torch-free through ONNX
-Runtime, like the rerankers.
+hundred KB). ``factsieve model build`` (run by ``make demo``, ``make test`` and the Dockerfile;
+it builds the configured one) merges it into the encoder and writes an ONNX classifier folder
+under ``<model cache>/verdict/<name>/``, which this module serves torch-free through ONNX
+Runtime, like the rerankers; ``load_verdict_model`` says when it is not built yet.
 
 The model reads one token sequence per claim: the pair (``claim_segment``, ``evidence_segment``),
 truncated longest-first at the adapter's ``max_length`` by the encoder's own tokenizer. These two
@@ -82,6 +82,23 @@ def packaged_models() -> list[str]:
 
 def built_dir(settings: Settings, name: str) -> Path:
     return settings.model_cache_dir / BUILT_DIR / name
+
+
+def load_verdict_model(settings: Settings, name: str) -> CrossEncoderVerdictModel:
+    """The built committed verdict model ``name``; ``ModelUnavailable`` when there is no such
+    adapter, or its folder is missing or older than the adapter (serving never builds: ``factsieve
+    model build`` does)."""
+    from plugin.embedding.query_tower import adapter_digest, is_current
+
+    if name not in packaged_models():
+        raise ModelUnavailable(f"no verdict model {name!r} in {adapter_dir()} (known: "
+                               f"{', '.join(packaged_models()) or 'none'}): set FACTSIEVE_VERDICT_MODEL "
+                               "to one of them or to head")
+    folder = built_dir(settings, name)
+    if not is_current(folder, adapter_digest(name, adapter_dir()), MANIFEST, BUILDER_VERSION):
+        raise ModelUnavailable(f"verdict model {name!r} is not built for this adapter yet: run "
+                               "`factsieve model build`")
+    return CrossEncoderVerdictModel(folder)
 
 
 class CrossEncoderVerdictModel:

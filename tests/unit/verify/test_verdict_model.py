@@ -177,3 +177,19 @@ def test_the_committed_verdict_models_fit_the_packaged_encoder_and_say_how_they_
         assert manifest["input_version"] == vm.INPUT_VERSION and manifest["labels"] == list(LABELS)
         assert {"gold", "head_same_folds"} <= set(manifest["cv"]) and manifest["trained_on"]
         assert set(manifest["data"]) >= {"averitec"} and "int8_check" in manifest
+
+
+def test_serving_loads_a_built_verdict_model_and_says_when_it_is_not_built(verdict_setup):
+    from plugin.build.adapted import build_verdict_model
+
+    settings, _, committed = verdict_setup
+    with pytest.raises(ModelUnavailable, match="not built.*factsieve model build"):
+        vm.load_verdict_model(settings, "tiny-verdict")
+    build_verdict_model(settings, "tiny-verdict")
+    assert vm.load_verdict_model(settings, "tiny-verdict").name == "tiny-verdict"
+    manifest = json.loads((committed / "tiny-verdict.json").read_text())
+    (committed / "tiny-verdict.json").write_text(json.dumps({**manifest, "note": "retrained"}))
+    with pytest.raises(ModelUnavailable, match="not built for this adapter"):   # older than it
+        vm.load_verdict_model(settings, "tiny-verdict")
+    with pytest.raises(ModelUnavailable, match="no verdict model 'nope'"):
+        vm.load_verdict_model(settings, "nope")
