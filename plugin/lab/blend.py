@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from plugin.errors import BadInput, FactSieveError
+from plugin.verify.blend import blended
 from plugin.verify.scoring import LABELS, label_metrics
 
 #: The weights tried: the model's weight, 0 (the LLM alone) to 1 (the model alone).
@@ -36,13 +37,14 @@ def blend_verdict(llm: Mapping[str, float] | None, llm_verdict: str | None,
                   model: Mapping[str, float], w: float) -> str:
     """The verdict the verifier gives with weight ``w``: the model's top label when the LLM's
     output was invalid (``llm`` is ``None``: the fallback), the LLM's verdict at ``w`` 0, else
-    the top label of ``(1 − w)·llm + w·model`` (ties to the first in ``LABELS``, as
-    ``Verifier._finish``)."""
+    the top label of ``plugin.verify.blend.blended`` (ties to the first in ``LABELS``), as
+    ``Verifier._finish`` decides."""
     if llm is None:
         return max(LABELS, key=lambda k: model.get(k, 0.0))
     if w <= 0 and llm_verdict:
         return llm_verdict
-    return max(LABELS, key=lambda k: (1 - w) * llm.get(k, 0.0) + w * model.get(k, 0.0))
+    scores = blended(llm, model, w)
+    return max(LABELS, key=lambda k: scores[k])
 
 
 def grid_scores(rows: Sequence[Mapping[str, Any]], grid: Sequence[float] = GRID) -> dict[float, dict[str, float]]:

@@ -32,6 +32,14 @@ def blend_weight(llm_model: str, table: Mapping[str, Any]) -> float:
     return float(table.get("models", {}).get(llm_model, table["default"]))
 
 
+def blended(llm: Mapping[str, float], model: Mapping[str, float], w: float) -> dict[str, float]:
+    """``(1 − w)·llm + w·model`` per label, rounded to 4 places: the one place the blend is
+    computed, for the verifier and for the lab that chooses ``w`` (pure)."""
+    from plugin.verify.scoring import LABELS
+
+    return {k: round((1 - w) * llm.get(k, 0.0) + w * model.get(k, 0.0), 4) for k in LABELS}
+
+
 def check_table(table: Any, where: str = "blend.json") -> dict[str, Any]:
     """``table`` when it is a blend table (weights in 0–1), else ``BadInput`` naming the fault."""
     if not isinstance(table, dict) or "default" not in table or not isinstance(table.get("models", {}), dict):

@@ -29,6 +29,7 @@ from plugin.errors import BadInput, LLMOutputInvalid, NotFound
 from plugin.evidence.retrieve import EvidenceQuery
 from plugin.models import MAX_TEXT_CHARS, Verdict, normalise_rating
 from plugin.verify import prompts, steps
+from plugin.verify.blend import blended
 from plugin.verify.citing import cited_statements, citations, justification
 from plugin.verify.config import Strategy, VerificationConfig
 from plugin.verify.fewshot import FewShotPool
@@ -348,7 +349,7 @@ class Verifier:
         w = self.head_weight if cfg.head_weight is None else cfg.head_weight
         if self.head is not None and w > 0:
             head = self.head.label_scores(req.claim, pairs, req.date.isoformat() if req.date else None)
-            scores = {k: round((1 - w) * llm_scores[k] + w * head.get(k, 0.0), 4) for k in steps.LABELS}
+            scores = blended(llm_scores, head, w)
             verdict, source = max(steps.LABELS, key=lambda k: scores[k]), "llm+head"
             extra.update(label_scores_llm=llm_scores, label_scores_head=head, head_weight=w)
         statements, dropped = cited_statements(out.statements, len(pairs))
