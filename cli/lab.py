@@ -165,6 +165,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--hosted", action="store_true",
                     help="also the stored template factsieve-match over plain HTTP, and ingest docs/s "
                          "embedded here vs by the hosted model's ingest pipeline (needs `factsieve init`)")
+    sp.add_argument("--levers", action="store_true",
+                    help="also, per corpus, what each query-time lever buys: BM25 bodies (count-all, "
+                         "bounded prefix, analysed fields only) and kNN recall/latency per ef_search")
 
     help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries: on CPU as a "
              "small adapter (lora, needs factsieve[tune]), or a full fine-tune here or on an "

@@ -115,7 +115,8 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
         concurrency=args.concurrency, n_queries=args.queries, seconds=args.seconds,
         mode=Mode.parse(args.mode),
         # once: with --fusion both, on the client run only
-        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers))
+        hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers,
+        levers=args.levers))
     dump(result)
     return 0
 

@@ -23,10 +23,12 @@ import numpy as np
 
 from plugin.embedding import Embedder
 from plugin.lab.bench_index import index_stats, knn_recall, node_memory
+from plugin.lab.bench_levers import bm25_levers, knn_levers
 from plugin.lab.evaluate.metrics import percentile
 from plugin.lab.datasets import Dataset, ensure_dataset_index
 from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
+from plugin.search.normalize import normalize_post
 from plugin.search.queries import VECTOR_SCRIPT
 from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
@@ -164,7 +166,8 @@ def throughput(matcher: Matcher, texts: list[str], mode: Mode, concurrency: int,
 def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset,
           configs: dict[str, RetrievalConfig], *, sizes: list[int], concurrency: int,
           n_queries: int, seconds: float, mode: Mode = Mode.AUTO,
-          hosted: bool = False, rerankers: dict[str, Any] | None = None) -> dict[str, Any]:
+          hosted: bool = False, rerankers: dict[str, Any] | None = None,
+          levers: bool = False) -> dict[str, Any]:
     """``hosted``: also the stored template over plain HTTP and ingest through the hosted model
     (``plugin.lab.hosted_bench``), on the real corpus. A configuration with a rerank stage is
     measured as the live path serves it, within ``settings.rerank_budget_ms``, when
@@ -187,6 +190,9 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
         scaled, stats = build_scaled_index(store, embedder, alias, n, settings)
         corpora.append((f"{n} synthetic near-duplicates", scaled, stats))
     sample = embedder.encode_queries(texts[:RECALL_SAMPLE])
+    lever_texts = [normalize_post(t) for t in texts]
+    langs = {q.get("lang") for q in dataset.queries[:n_queries]}
+    lever_lang = langs.pop() if len(langs) == 1 else None
     for label, idx, stats in corpora:
         entry: dict[str, Any] = {"index": idx, **index_stats(store, idx),
                                  "knn_recall": knn_recall(store, idx, sample), "configs": {}}
@@ -204,6 +210,9 @@ def bench(store: Store, embedder: Embedder, settings: Settings, dataset: Dataset
             entry["configs"][name] = {"latency_ms": latency(matcher, texts, mode, budget_ms=budget),
                                       "throughput": throughput(matcher, texts, mode, concurrency, seconds,
                                                                budget_ms=budget)}
+        if levers:
+            entry["levers"] = {"bm25": bm25_levers(store, idx, lever_texts, lever_lang),
+                               "knn": knn_levers(store, idx, sample)}
         if hosted and stats is None:
             entry["template"] = _template_entry(store, settings, idx, texts, mode)
         entry["node_after_queries"] = node_memory(store)

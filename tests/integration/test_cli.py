@@ -277,7 +277,8 @@ def test_init_hosts_the_model_and_bench_measures_the_hosted_path(capsys, cli_ali
 
 def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
     code, out, _ = run(capsys, "bench", "--dataset", str(dataset_copy), "--config", "dense",
-                       "--docs", "120", "--queries", "5", "--seconds", "0.5", "--concurrency", "2")
+                       "--docs", "120", "--queries", "5", "--seconds", "0.5", "--concurrency", "2",
+                       "--levers")
     assert code == 0
     result = json.loads(out)
     corpora = list(result["corpora"].values())
@@ -291,6 +292,12 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
         assert c["segments"] == 1 and c["size_on_disk_mb"] > 0 and c["bytes_per_doc"] > 0
         assert c["node"]["heap_used_mb"] > 0 and c["node"]["rss_mb"] > 0
         assert c["knn_recall"]["queries"] == 5 and 0.9 <= c["knn_recall"]["recall"] <= 1.0
+        # --levers: each BM25 body and each ef_search, measured on the same corpus
+        bm25, knn = c["levers"]["bm25"], c["levers"]["knn"]
+        assert {"as-served", "count-all", "prefix-16"} <= set(bm25)
+        assert all(v["queries"] == 5 and v["wall_p50"] > 0 for v in bm25.values())
+        assert set(knn) == {"ef_search=50", "ef_search=100", "ef_search=200", "ef_search=400"}
+        assert all(0.0 <= v["recall"] <= 1.0 for v in knn.values())
 
 
 def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
