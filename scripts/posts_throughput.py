@@ -2,7 +2,7 @@
 where the time goes.
 
 For each number of worker processes: start them (``api_checks.start_workers``), warm them up,
-sample the CPU counters (the machine's ``/proc/stat``; the workers', gunicorn's and this
+sample the CPU counters over a few idle seconds (the baseline) and again (the machine's ``/proc/stat``; the workers', gunicorn's and this
 client's processes; every OpenSearch node's ``_nodes/stats/process``; Redis' ``INFO cpu``),
 submit the posts one after another, wait until every job has finished (read from Redis, oldest
 first: no HTTP polling loads the API meanwhile), sample again, and read each job's record.
@@ -83,6 +83,13 @@ def account(before: dict[str, Any], after: dict[str, Any], dep: Any, workers: li
             "machine": tp.machine_cpu(before["proc_stat"], after["proc_stat"])}
 
 
+def idle_cores(used: dict[str, Any], seconds: float) -> dict[str, float]:
+    """An ``account`` over a quiet interval as cores kept busy, by component and machine-wide."""
+    out = {k: round(v / seconds, 3) for k, v in used["cpu_s"].items()}
+    out["machine_busy_cores"] = used["machine"]["busy_cores"]
+    return out
+
+
 def wait_jobs(dep: Any, job_ids: list[str], timeout_s: float, poll_s: float = 0.25) -> dict[str, int]:
     """Wait until every job finished; each pass reads jobs oldest first and stops at the first
     one still pending (the queue is first in, first out: later ones are rarely done sooner)."""
@@ -103,7 +110,8 @@ def wait_jobs(dep: Any, job_ids: list[str], timeout_s: float, poll_s: float = 0.
     return done
 
 
-def run(checks: ModuleType, dep: Any, n_workers: int, n_posts: int, timeout_s: float) -> dict[str, Any]:
+def run(checks: ModuleType, dep: Any, n_workers: int, n_posts: int, timeout_s: float,
+        idle_s: float = 5.0) -> dict[str, Any]:
     """One measurement with ``n_workers`` worker processes (``checks``: the api_checks module)."""
     posts = checks.sample_posts()
 
@@ -118,7 +126,10 @@ def run(checks: ModuleType, dep: Any, n_workers: int, n_posts: int, timeout_s: f
     try:
         # warm-up: each worker loads the model on its first post
         wait_jobs(dep, [submit("warm", i) for i in range(2 * n_workers)], timeout_s)
+        quiet = sample(dep)
+        time.sleep(idle_s)  # what everything costs with no post in flight (the baseline)
         before = sample(dep)
+        idle = account(quiet, before, dep, procs)
         t0 = time.perf_counter()
         jobs = [submit("p", i) for i in range(n_posts)]
         submit_s = time.perf_counter() - t0
@@ -134,6 +145,9 @@ def run(checks: ModuleType, dep: Any, n_workers: int, n_posts: int, timeout_s: f
             "seconds": round(wall, 1), "posts_per_s": summary.get("posts_per_s"),
             "client_posts_per_s": round(n_posts / wall, 2), "submit_s": round(submit_s, 2),
             "jobs": summary, **used, **per_post,
+            # cores each component kept busy in the ``idle_s`` before, no post in flight: the
+            # cluster's own background work, and other work on the machine (busy_cores)
+            "idle_cores": idle_cores(idle, before["at"] - quiet["at"]),
             "limit": tp.limit_reading(used["machine"], per_post, summary.get("posts_per_s"), n_workers),
             "loadavg_1m": round(os.getloadavg()[0], 2)}
 

@@ -154,15 +154,19 @@ def cpu_per_post(cpu_s: Mapping[str, float], machine: Mapping[str, float], wall_
 def limit_reading(machine: Mapping[str, float], per_post: Mapping[str, Any], posts_per_s: float | None,
                   workers: int, busy_threshold: float = 0.85) -> str:
     """One sentence on what limits the rate, read off the run's numbers: the machine's cores
-    (busy at or above ``busy_threshold``, naming the largest CPU consumer per post), or not CPU
-    (the workers spend their time waiting on OpenSearch and Redis round trips: more worker
-    processes, or more nodes, should raise the rate)."""
+    (busy at or above ``busy_threshold``, naming the run's largest CPU consumer per post, and
+    other work on the machine when it took more), or not CPU (the workers spend their time
+    waiting on OpenSearch and Redis round trips: more worker processes should raise the rate)."""
     shares = dict(per_post.get("cpu_ms_per_post") or {})
+    other = shares.pop("other", 0.0)
     top = max(shares, key=lambda k: shares[k]) if shares else None
     busy = machine.get("busy_fraction", 0.0)
     if busy >= busy_threshold:
-        return (f"CPU: the machine's {machine.get('cpus')} cores were {busy:.0%} busy; the largest cost per "
-                f"post is {top} ({shares.get(top, 0)} ms of {sum(shares.values()):.1f} ms)")
+        out = (f"CPU: the machine's {machine.get('cpus')} cores were {busy:.0%} busy; the largest cost per "
+               f"post is {top} ({shares.get(top, 0)} ms of the run's {sum(shares.values()):.1f} ms)")
+        if top is None or other > shares[top]:
+            out += f"; other work on the machine took more ({other} ms per post): measure on a quiet machine"
+        return out
     return (f"not CPU ({busy:.0%} busy) with {workers} worker process(es) at {posts_per_s} posts/s: the "
             "workers wait on round trips (OpenSearch, Redis); more worker processes should raise the rate")
 

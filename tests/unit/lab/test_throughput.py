@@ -115,3 +115,10 @@ def test_cpu_per_post_puts_unexplained_busy_time_in_other():
 def test_the_limit_is_read_off_the_numbers(busy, expected):
     per = {"cpu_ms_per_post": {"celery_workers": 80.0, "opensearch": 40.0, "other": 5.0}}
     assert limit_reading({"cpus": 2, "busy_fraction": busy}, per, 3.0, 1).startswith(expected)
+
+
+def test_other_work_larger_than_the_run_is_named():
+    per = {"cpu_ms_per_post": {"celery_workers": 80.0, "opensearch": 40.0, "other": 300.0}}
+    got = limit_reading({"cpus": 2, "busy_fraction": 0.99}, per, 3.0, 1)
+    assert "celery_workers (80.0 ms of the run's 120.0 ms)" in got
+    assert got.endswith("other work on the machine took more (300.0 ms per post): measure on a quiet machine")
