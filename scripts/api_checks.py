@@ -3,7 +3,7 @@
 
   .venv/bin/python scripts/api_checks.py load [--requests 2000] [--concurrency 1,8] [--seconds 60]
   .venv/bin/python scripts/api_checks.py schemathesis [--max-examples 25] [--seconds 300]
-  .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200]
+  .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200] [--opensearch URL,..] [--replicas N]
   .venv/bin/python scripts/api_checks.py fairness [--flood 40] [--quiet 8] [--fifo]
   .venv/bin/python scripts/api_checks.py hostile
 
@@ -327,28 +327,6 @@ def stop(procs: list[subprocess.Popen]) -> None:
             proc.kill()
 
 
-def run_posts(dep: Deployment, n_workers: int, n_posts: int, timeout_s: float) -> dict:
-    """Submit ``n_posts`` posts at once, then time until every job has finished."""
-    posts = sample_posts()
-    procs = start_workers(dep, n_workers)
-    try:
-        # warm-up: each worker loads the model on its first post
-        warm = [requests.post(f"{dep.base}/v1/posts", headers=dep.headers, timeout=30,
-                              json={"id": f"warm-{uuid.uuid4().hex}", "text": posts[i % len(posts)]}).json()
-                for i in range(2 * n_workers)]
-        _wait(dep, [w["job_id"] for w in warm], timeout_s)
-        t0 = time.perf_counter()
-        jobs = [requests.post(f"{dep.base}/v1/posts", headers=dep.headers, timeout=30,
-                              json={"id": f"p-{uuid.uuid4().hex}", "text": posts[i % len(posts)]}).json()["job_id"]
-                for i in range(n_posts)]
-        statuses = _wait(dep, jobs, timeout_s)
-        secs = time.perf_counter() - t0
-        return {"celery_workers": n_workers, "posts": n_posts, "seconds": round(secs, 1),
-                "posts_per_s": round(n_posts / secs, 2), "statuses": statuses}
-    finally:
-        stop(procs)
-
-
 def _wait(dep: Deployment, job_ids: list[str], timeout_s: float) -> dict[str, int]:
     deadline = time.monotonic() + timeout_s
     pending = set(job_ids)
@@ -366,13 +344,18 @@ def _wait(dep: Deployment, job_ids: list[str], timeout_s: float) -> dict[str, in
 
 
 def cmd_posts(args: argparse.Namespace) -> dict:
-    dep = Deployment(1, rate_limit_requests=10_000_000)
+    """Posts/s and where the time goes, per number of worker processes (``posts_throughput``)."""
+    import posts_throughput as pt
+
+    dep = Deployment(1, rate_limit_requests=10_000_000, **pt.overrides(args.opensearch, args.replicas))
     try:
-        runs = [run_posts(dep, n, args.posts, args.timeout) for n in (int(x) for x in args.celery_workers.split(","))]
+        runs = [pt.run(sys.modules[__name__], dep, n, args.posts, args.timeout)
+                for n in (int(x) for x in args.celery_workers.split(","))]
         return {"what": "POST /v1/posts, all at once, until every job finished (match + webhook planning)",
-                "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(), "runs": runs}
+                **pt.describe(dep), "corpus_factchecks": dep.corpus, "cpus": os.cpu_count(), "runs": runs}
     finally:
         dep.close()
+        pt.drop_extra_indexes(dep)
 
 
 def run_fairness_phase(dep: Deployment, quiet: dict[str, str], flood: dict[str, str] | None,
@@ -462,6 +445,8 @@ def main() -> None:
     posts.add_argument("--celery-workers", default="1,2")
     posts.add_argument("--posts", type=int, default=200)
     posts.add_argument("--timeout", type=float, default=600)
+    posts.add_argument("--opensearch", help="node URLs, comma-separated (scripts/services.sh up --nodes 3)")
+    posts.add_argument("--replicas", type=int, help="FACTSIEVE_INDEX_REPLICAS of the run's indexes")
     fair = sub.add_parser("fairness", help="one tenant's queue wait while another floods the queue")
     fair.add_argument("--flood", type=int, default=40, help="the flooding tenant's posts (its quota)")
     fair.add_argument("--quiet", type=int, default=8, help="the quiet tenant's burst of posts")
