@@ -15,7 +15,7 @@ import random
 import resource
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -53,6 +53,14 @@ def perturb(text: str, rnd: random.Random) -> str:
     return " ".join(words)
 
 
+def noisy_vector(vector: list[float], gen: np.random.Generator, noise: float) -> list[float]:
+    """``vector`` plus Gaussian noise (σ = ``noise`` per dimension), re-normalised."""
+    vec = np.asarray(vector, dtype="float32")
+    vec = vec + gen.normal(0.0, noise, size=vec.shape).astype("float32")
+    vec /= np.linalg.norm(vec) or 1.0
+    return vec.tolist()
+
+
 def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:
     """Every document of ``alias``: its ``_source`` plus its ``embedding`` read back from the
     index, for building synthetic corpora without re-encoding."""
@@ -73,31 +81,40 @@ def synthetic_docs(base: list[dict[str, Any]], n: int, *, seed: int = 0,
     gen = np.random.default_rng(seed)
     for j in range(n):
         src = base[j % len(base)]
-        vec = np.asarray(src["embedding"], dtype="float32")
-        vec = vec + gen.normal(0.0, noise, size=vec.shape).astype("float32")
-        vec /= np.linalg.norm(vec) or 1.0
         doc = {k: v for k, v in src.items() if k not in ("embedding", "id")}
         doc["id"] = f"syn-{j}"
         doc["claim"] = perturb(src.get("claim", ""), rnd)
         if doc.get("lang") and doc.get("claim_i18n"):
             doc["claim_i18n"] = {doc["lang"]: doc["claim"]}
         doc["source"] = "synthetic"
-        doc["embedding"] = vec.tolist()
+        doc["embedding"] = noisy_vector(src["embedding"], gen, noise)
         yield doc
 
 
+def scaled_alias(base_alias: str, n: int) -> str:
+    """The alias of ``base_alias``'s synthetic corpus of ``n`` documents (the one naming rule)."""
+    return f"{base_alias}-syn{n}"
+
+
 def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int,
-                       settings: Settings) -> tuple[str, dict[str, Any] | None]:
-    alias = f"{base_alias}-syn{n}"
+                       settings: Settings, *, template: str = "factchecks",
+                       make: Callable[..., Iterator[dict[str, Any]]] = synthetic_docs,
+                       ) -> tuple[str, dict[str, Any] | None]:
+    """A synthetic corpus of ``n`` documents made by ``make(base, n)`` from every document of
+    ``base_alias``, in an index of kind ``template`` (``factchecks``, ``evidence``: the
+    ``index_templates`` file); reused when it already holds ``n`` documents. Returns its alias and
+    its build figures (``None`` when reused)."""
+    alias = scaled_alias(base_alias, n)
     if current_index(store, alias) is not None and store.count(alias) == n:
         return alias, None
     store.delete_index(f"{alias}-v*")
-    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
+    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim,
+                                  template=template))
     base = base_documents(store, base_alias)
     t0 = time.perf_counter()
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
     actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
-               for d in synthetic_docs(base, n))
+               for d in make(base, n))
     failed = sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
     bulk_s = time.perf_counter() - t0
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
