@@ -11,6 +11,7 @@ texts takes hours on 2 cores). The output says so.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import resource
 import statistics
@@ -113,9 +114,15 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
     base = base_documents(store, base_alias)
     t0 = time.perf_counter()
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
-    actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
-               for d in make(base, n))
-    failed = sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
+    docs = make(base, n)
+    failed = 0
+    # two halves with a refresh between: at least two segments, so that the force merge rewrites
+    # them and drops the recovery source (it leaves a lone segment as it is, source included)
+    for half, part in enumerate((itertools.islice(docs, n // 2), docs)):
+        if half:
+            store.refresh(alias)
+        actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d} for d in part)
+        failed += sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
     bulk_s = time.perf_counter() - t0
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
     t1 = time.perf_counter()
@@ -123,6 +130,9 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
     refresh_s = time.perf_counter() - t1
     secs = time.perf_counter() - t0
     segments = store.segment_count(alias)
+    # a commit first: the merge keeps the recovery source of every operation past the last
+    # commit's checkpoint, and a load below the translog's flush threshold has none yet
+    store.client.indices.flush(index=alias)
     # sent once as a task and polled (Store.force_merge): it may take longer than any client timeout
     merge_s = store.force_merge(alias, lease_timeout_s=90.0 if n >= 1000 else 0.0)
     return alias, {"docs": n, "failed": failed, "seconds": round(secs, 1),
