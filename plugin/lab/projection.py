@@ -8,10 +8,11 @@ fits:
   dictionary of a small corpus); the projection is ``a + b · target``;
 - **heap** the same way (the node's heap in use: noisy, since garbage collection runs when it
   runs; a slope near zero says the index lives off-heap);
-- **latency** two ways, because neither is known to hold: ``a + b · log10(docs)`` (the growth of
-  an HNSW graph search, and of BM25 while postings of the query's terms stay short) and
-  ``a + b · docs`` (postings scanned in full: the pessimistic bound). Extrapolating two or three
-  points by a factor of 100 is a guess with a shape; the output says from which points.
+- **latency** (the whole search, and the part OpenSearch spends) three ways, because none is known
+  to hold: ``a + b · log10(docs)`` (the growth of an HNSW graph search: the optimistic shape),
+  ``c · docs^α`` (a power law, fitted in log–log space: the middle) and ``a + b · docs`` (postings
+  scanned in full: the pessimistic bound). Extrapolating two or three points by a factor of 100
+  is a guess with a shape; the output says from which points.
 
 ``vector_memory`` is arithmetic, not a fit: raw float32 vectors plus an HNSW level-0 graph of
 ``2·m`` neighbour ids each, the floor of what the page cache holds for vector search to stay off
@@ -25,7 +26,7 @@ from typing import Any
 
 #: The fields a measured point may carry, and the fit each gets.
 LINEAR = ("disk_bytes", "vector_bytes", "heap_used_mb")
-LATENCY = "latency_p50_ms"
+LATENCY = ("latency_p50_ms", "search_p50_ms")
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
@@ -48,23 +49,27 @@ def _linear(points: Sequence[Mapping[str, Any]], key: str, target: int) -> dict[
     return {"intercept": round(a, 3), "per_doc": round(b, 6), "at_target": round(a + b * target, 1)}
 
 
-def _latency(points: Sequence[Mapping[str, Any]], target: int) -> dict[str, Any] | None:
-    got = [(float(p["docs"]), float(p[LATENCY])) for p in points if p.get(LATENCY) is not None]
+def _latency(points: Sequence[Mapping[str, Any]], key: str, target: int) -> dict[str, Any] | None:
+    got = [(float(p["docs"]), float(p[key])) for p in points if p.get(key) is not None]
     if len({x for x, _ in got}) < 2:
         return None
     xs, ys = [x for x, _ in got], [y for _, y in got]
     a, b = fit_line([math.log10(x) for x in xs], ys)
+    out: dict[str, Any] = {"log_linear": {"intercept_ms": round(a, 3), "ms_per_decade": round(b, 3),
+                                          "at_target_ms": round(a + b * math.log10(target), 1)}}
+    if min(ys) > 0:
+        c, alpha = fit_line([math.log10(x) for x in xs], [math.log10(y) for y in ys])
+        out["power_law"] = {"alpha": round(alpha, 4), "at_target_ms": round(10 ** c * target ** alpha, 1)}
     la, lb = fit_line(xs, ys)
-    return {"log_linear": {"intercept_ms": round(a, 3), "ms_per_decade": round(b, 3),
-                           "at_target_ms": round(a + b * math.log10(target), 1)},
-            "linear": {"intercept_ms": round(la, 3), "ms_per_million_docs": round(lb * 1e6, 3),
-                       "at_target_ms": round(la + lb * target, 1)}}
+    out["linear"] = {"intercept_ms": round(la, 3), "ms_per_million_docs": round(lb * 1e6, 3),
+                     "at_target_ms": round(la + lb * target, 1)}
+    return out
 
 
 def project(points: Sequence[Mapping[str, Any]], target: int) -> dict[str, Any]:
-    """Each measured quantity of ``points`` (``docs`` plus any of ``LINEAR`` and ``LATENCY``)
-    fitted and projected to ``target`` documents; a quantity measured at fewer than two sizes
-    is left out. The result names the points it came from."""
+    """Each measured quantity of ``points`` (``docs`` plus any of ``LINEAR`` and of ``LATENCY``,
+    in ms) fitted and projected to ``target`` documents; a quantity measured at fewer than two
+    sizes is left out. The result names the points it came from."""
     if target < 1:
         raise ValueError("the target must be at least one document")
     points = sorted(points, key=lambda p: p["docs"])
@@ -76,9 +81,10 @@ def project(points: Sequence[Mapping[str, Any]], target: int) -> dict[str, Any]:
         fit = _linear(points, key, target)
         if fit is not None:
             out[key] = fit
-    fit = _latency(points, target)
-    if fit is not None:
-        out[LATENCY] = fit
+    for key in LATENCY:
+        fit = _latency(points, key, target)
+        if fit is not None:
+            out[key] = fit
     if "disk_bytes" in out:
         out["disk_gib_at_target"] = round(out["disk_bytes"]["at_target"] / 2**30, 2)
     if "vector_bytes" in out:

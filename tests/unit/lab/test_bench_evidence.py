@@ -68,9 +68,12 @@ def test_a_claim_is_searched_as_the_verifier_searches_it():
 
 def test_projection_points_come_from_each_corpus():
     corpora = {"a": {"docs": 100, "bytes_per_doc": 4000, "files": {"vector_bytes": 150000},
-                     "node_after_queries": {"heap_used_mb": 300.0}, "latency_ms": {"p50": 30.0}}}
+                     "node_after_queries": {"heap_used_mb": 300.0},
+                     "latency_ms": {"p50": 30.0, "parts_p50": {"embed_ms": 8.0, "search_ms": 12.5,
+                                                               "fetch_ms": 1.25}}}}
     assert projection_points(corpora) == [{"docs": 100, "disk_bytes": 400000, "vector_bytes": 150000,
-                                           "heap_used_mb": 300.0, "latency_p50_ms": 30.0}]
+                                           "heap_used_mb": 300.0, "latency_p50_ms": 30.0,
+                                           "search_p50_ms": 13.75}]
 
 
 def test_the_graph_degree_is_the_knn_component_s():

@@ -48,7 +48,24 @@ def test_projection_to_ten_million_from_three_sizes():
     log = got["latency_p50_ms"]["log_linear"]
     assert log["ms_per_decade"] == pytest.approx(5) and log["at_target_ms"] == pytest.approx(55.0)
     linear = got["latency_p50_ms"]["linear"]  # the pessimistic bound is far above the log fit
-    assert linear["at_target_ms"] > log["at_target_ms"]
+    power = got["latency_p50_ms"]["power_law"]  # and the power law between the two
+    assert log["at_target_ms"] < power["at_target_ms"] < linear["at_target_ms"]
+    assert "search_p50_ms" not in got  # not measured
+
+
+@pytest.mark.parametrize("ys, alpha, at_target", [
+    ([10.0, 20.0, 40.0], math.log10(2), 160.0),  # doubling per decade
+    ([5.0, 5.0, 5.0], 0.0, 5.0),  # flat
+])
+def test_the_power_law_is_a_line_in_log_log_space(ys, alpha, at_target):
+    points = [{"docs": d, "search_p50_ms": y} for d, y in zip([1000, 10000, 100000], ys)]
+    got = project(points, 10_000_000)["search_p50_ms"]["power_law"]
+    assert got["alpha"] == pytest.approx(alpha, abs=1e-4) and got["at_target_ms"] == pytest.approx(at_target)
+
+
+def test_no_power_law_through_a_zero_latency():
+    got = project([{"docs": 10, "search_p50_ms": 0.0}, {"docs": 100, "search_p50_ms": 1.0}], 1000)
+    assert "power_law" not in got["search_p50_ms"] and "log_linear" in got["search_p50_ms"]
 
 
 @pytest.mark.parametrize("drop, kept", [
