@@ -32,6 +32,7 @@ def test_bench_evidence_measures_projects_and_cleans_up(capsys, store, embedder)
         real, syn = result["corpora"].values()
         assert real["index"] == pool and syn["index"] == scaled and syn["docs"] == 300
         assert syn["build"]["synthetic"] is True and syn["build"]["failed"] == 0
+        assert syn["build"]["segments_before_merge"] >= 2  # loaded in two halves: the merge rewrites them
         for c in (real, syn):
             assert c["segments"] >= 1 and c["bytes_per_doc"] > 0 and c["node"]["heap_used_mb"] > 0
             assert c["files"]["vector_bytes"] > 0 and c["files"]["file_bytes"]["vec"] > 0
