@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.common import DEFAULT_AVERITEC, DEFAULT_DATASET, add_fusion_flag
-from cli.measure import (cmd_bench, cmd_calibrate, cmd_evaluate, cmd_image_dup_bench, cmd_image_posts,
+from cli.measure import (cmd_bench, cmd_bench_evidence, cmd_calibrate, cmd_evaluate, cmd_image_dup_bench, cmd_image_posts,
                          cmd_lookup_threshold, cmd_tune)
 from cli.train import (cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora, cmd_reranker_lora_import,
                        cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack, cmd_reranker_prior,
@@ -168,6 +168,18 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--levers", action="store_true",
                     help="also, per corpus, what each query-time lever buys: BM25 bodies (count-all, "
                          "bounded prefix, analysed fields only) and kNN recall/latency per ef_search")
+
+    sp = add("bench-evidence", cmd_bench_evidence,
+             "the evidence index's disk, memory, kNN recall, build and search latency per corpus size, "
+             "projected to a target size")
+    sp.add_argument("--dataset", type=Path,
+                    help=f"AVeriTeC claims folder: its evaluation pool is the real corpus, its claims the "
+                         f"queries (default {DEFAULT_AVERITEC})")
+    sp.add_argument("--docs", help="synthetic corpus sizes in passages, e.g. 10000,100000")
+    sp.add_argument("--queries", type=int, default=200, help="claims searched for the latency run")
+    sp.add_argument("--project", type=int, default=10_000_000, help="passages to project the costs to")
+    sp.add_argument("--drop", action="store_true",
+                    help="delete the synthetic corpora afterwards (else kept and reused by the next run)")
 
     help_ = ("fine-tune a cross-encoder reranker on a dataset's training queries: on CPU as a "
              "small adapter (lora, needs factsieve[tune]), or a full fine-tune here or on an "

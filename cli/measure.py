@@ -1,4 +1,4 @@
-"""The lab's measuring commands: evaluate, tune, calibrate, bench, lookup-threshold."""
+"""The lab's measuring commands: evaluate, tune, calibrate, bench, bench-evidence, lookup-threshold."""
 from __future__ import annotations
 
 import argparse
@@ -118,6 +118,22 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
         hosted=args.hosted and not (args.fusion == "both" and s.server_fusion), rerankers=rerankers,
         levers=args.levers))
     dump(result)
+    return 0
+
+
+def cmd_bench_evidence(args: argparse.Namespace, services: Services) -> int:
+    from cli.common import DEFAULT_AVERITEC
+    from plugin.lab.bench_evidence import bench_evidence
+    from plugin.verify.averitec import read_claims
+
+    dataset = args.dataset or DEFAULT_AVERITEC
+    if not dataset.exists():
+        raise BadInput(f"dataset folder {str(dataset)!r} not found: pass --dataset DIR (claims.jsonl)")
+    sizes = [parse_int("--docs", x, lo=1, hi=10**9) for x in split_names(args.docs)] if args.docs else []
+    dump(bench_evidence(services, read_claims(dataset), sizes=sizes,
+                        n_queries=parse_int("--queries", str(args.queries), lo=1, hi=10**6),
+                        target=parse_int("--project", str(args.project), lo=1, hi=10**12), drop=args.drop,
+                        log=lambda message: print(message, file=sys.stderr, flush=True)))
     return 0
 
 

@@ -11,11 +11,12 @@ texts takes hours on 2 cores). The output says so.
 """
 from __future__ import annotations
 
+import itertools
 import random
 import resource
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -55,6 +56,14 @@ def perturb(text: str, rnd: random.Random) -> str:
     return " ".join(words)
 
 
+def noisy_vector(vector: list[float], gen: np.random.Generator, noise: float) -> list[float]:
+    """``vector`` plus Gaussian noise (σ = ``noise`` per dimension), re-normalised."""
+    vec = np.asarray(vector, dtype="float32")
+    vec = vec + gen.normal(0.0, noise, size=vec.shape).astype("float32")
+    vec /= np.linalg.norm(vec) or 1.0
+    return vec.tolist()
+
+
 def base_documents(store: Store, alias: str) -> list[dict[str, Any]]:
     """Every document of ``alias``: its ``_source`` plus its ``embedding`` read back from the
     index, for building synthetic corpora without re-encoding."""
@@ -75,32 +84,47 @@ def synthetic_docs(base: list[dict[str, Any]], n: int, *, seed: int = 0,
     gen = np.random.default_rng(seed)
     for j in range(n):
         src = base[j % len(base)]
-        vec = np.asarray(src["embedding"], dtype="float32")
-        vec = vec + gen.normal(0.0, noise, size=vec.shape).astype("float32")
-        vec /= np.linalg.norm(vec) or 1.0
         doc = {k: v for k, v in src.items() if k not in ("embedding", "id")}
         doc["id"] = f"syn-{j}"
         doc["claim"] = perturb(src.get("claim", ""), rnd)
         if doc.get("lang") and doc.get("claim_i18n"):
             doc["claim_i18n"] = {doc["lang"]: doc["claim"]}
         doc["source"] = "synthetic"
-        doc["embedding"] = vec.tolist()
+        doc["embedding"] = noisy_vector(src["embedding"], gen, noise)
         yield doc
 
 
+def scaled_alias(base_alias: str, n: int) -> str:
+    """The alias of ``base_alias``'s synthetic corpus of ``n`` documents (the one naming rule)."""
+    return f"{base_alias}-syn{n}"
+
+
 def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int,
-                       settings: Settings) -> tuple[str, dict[str, Any] | None]:
-    alias = f"{base_alias}-syn{n}"
+                       settings: Settings, *, template: str = "factchecks",
+                       make: Callable[..., Iterator[dict[str, Any]]] = synthetic_docs,
+                       ) -> tuple[str, dict[str, Any] | None]:
+    """A synthetic corpus of ``n`` documents made by ``make(base, n)`` from every document of
+    ``base_alias``, in an index of kind ``template`` (``factchecks``, ``evidence``: the
+    ``index_templates`` file); reused when it already holds ``n`` documents. Returns its alias and
+    its build figures (``None`` when reused)."""
+    alias = scaled_alias(base_alias, n)
     if current_index(store, alias) is not None and store.count(alias) == n:
         return alias, None
     store.delete_index(f"{alias}-v*")
-    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim))
+    ensure_index(store, IndexSpec(alias=alias, model=embedder.name, dimension=embedder.dim,
+                                  template=template))
     base = base_documents(store, base_alias)
     t0 = time.perf_counter()
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "-1"}})
-    actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d}
-               for d in synthetic_docs(base, n))
-    failed = sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
+    docs = make(base, n)
+    failed = 0
+    # two halves with a refresh between: at least two segments, so that the force merge rewrites
+    # them and drops the recovery source (it leaves a lone segment as it is, source included)
+    for half, part in enumerate((itertools.islice(docs, n // 2), docs)):
+        if half:
+            store.refresh(alias)
+        actions = ({"_op_type": "index", "_index": alias, "_id": d["id"], "_source": d} for d in part)
+        failed += sum(1 for ok, _ in store.bulk(actions, chunk_size=500) if not ok)
     bulk_s = time.perf_counter() - t0
     store.client.indices.put_settings(index=alias, body={"index": {"refresh_interval": "1s"}})
     t1 = time.perf_counter()
@@ -108,6 +132,9 @@ def build_scaled_index(store: Store, embedder: Embedder, base_alias: str, n: int
     refresh_s = time.perf_counter() - t1
     secs = time.perf_counter() - t0
     segments = store.segment_count(alias)
+    # a commit first: the merge keeps the recovery source of every operation past the last
+    # commit's checkpoint, and a load below the translog's flush threshold has none yet
+    store.client.indices.flush(index=alias)
     # sent once as a task and polled (Store.force_merge): it may take longer than any client timeout
     merge_s = store.force_merge(alias, lease_timeout_s=90.0 if n >= 1000 else 0.0)
     return alias, {"docs": n, "failed": failed, "seconds": round(secs, 1),

@@ -3,6 +3,10 @@
 - ``index_stats``: documents, segments, size on disk (primaries), and ``node_memory``: the
   node's heap (the JVM's own figures) and resident set (from ``/proc`` when the node runs on
   this machine, else ``None``).
+- ``index_files``: bytes on disk by Lucene file kind (``vec``: the raw vectors, ``vex``: the
+  HNSW graph, ``dvd``: doc values, ``tim``/``doc``/``pos``: postings, ``fdt``: stored fields),
+  and the heap the index's segments hold (Lucene 9 keeps terms index and doc values off-heap).
+- ``drop_index``: deletes a benchmark's own alias, its versions and its index template.
 - ``knn_recall``: recall@k of the approximate kNN stage (HNSW on the Lucene engine, with the
   ``ef_search`` the live path uses) against exact nearest neighbours (a brute-force
   ``script_score`` over every document) for a sample of query vectors.
@@ -84,3 +88,25 @@ def _rss_mb(pid: Any) -> float | None:
     except (OSError, TypeError, ValueError):
         return None
     return None
+
+
+#: Lucene files that an approximate kNN search reads (raw vectors, HNSW graph and their metadata):
+#: what must stay in the page cache for vector search not to read the disk.
+VECTOR_FILES = ("vec", "vex", "vem", "vemf")
+
+
+def index_files(store: Store, index: str) -> dict[str, Any]:
+    """Bytes on disk of ``index``'s primaries by Lucene file extension, the vector files' total
+    (``VECTOR_FILES``), and the heap its segments hold."""
+    stats = store.client.indices.stats(index=index, metric="segments", include_segment_file_sizes=True)
+    seg = stats["_all"]["primaries"]["segments"]
+    files = {ext: body["size_in_bytes"] for ext, body in sorted((seg.get("file_sizes") or {}).items())}
+    return {"file_bytes": files, "vector_bytes": sum(files.get(ext, 0) for ext in VECTOR_FILES),
+            "segments_heap_bytes": seg.get("memory_in_bytes", 0)}
+
+
+def drop_index(store: Store, alias: str) -> None:
+    """Delete a benchmark's synthetic ``alias``: its versions (``<alias>-v*``) and its index
+    template (``factsieve-<alias>``). Only for indexes the benchmark made itself."""
+    store.delete_index(f"{alias}-v*")
+    store.delete_index_template(f"factsieve-{alias}")
