@@ -3,13 +3,16 @@
 The bench's latency rows say what a match costs; these say why, and what a change would save,
 on the same index without rebuilding it:
 
-- **BM25 bodies** (``bm25_levers``): the body the live path sends (``as-served``) beside one
-  lever each: ``count-all`` (``track_total_hits: true``: Lucene then scores the disjunction
-  window by window, every posting, instead of skipping non-competitive blocks), ``prefix-N``
-  (only the first N terms of the post: BM25 over a bounded prefix), ``i18n-only`` (the
-  language-analysed fields alone, whose analyzers drop stopwords; the language-neutral fields
-  keep them). Timed as OpenSearch's ``took`` and as the client sees it. ``prefix-N`` and
-  ``i18n-only`` change what is found: their quality is ``factsieve evaluate``'s to judge.
+- **BM25 bodies** (``bm25_levers``): the body the live path sends (``as-served``: stop words
+  left out of the language-neutral fields' selecting clause and added back by a rescore, every
+  hit counted; ``queries.bm25_query``) beside one lever each: ``skip-blocks``
+  (``track_total_hits: false``: Lucene skips non-competitive blocks instead of scoring window by
+  window), ``unsplit`` (one ``most_fields`` match, the neutral fields' stop words searched over
+  the whole corpus), ``unsplit-skip-blocks`` (both: the body served before), ``prefix-N`` (only
+  the first N words of the post: BM25 over a bounded prefix), ``i18n-only`` (the
+  language-analysed fields alone). Timed as OpenSearch's ``took`` and as the client sees it.
+  ``prefix-N`` and ``i18n-only`` change what is found: their quality is ``factsieve
+  evaluate``'s to judge (docs/reports/2026-11-27-bench-1m.md has both).
 - **kNN** (``knn_levers``): recall@10 against exact search and the time of the approximate
   search for several ``ef_search`` values (the graph's candidate list, per query).
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from plugin.index.store import Store
 from plugin.lab.bench_index import knn_recall
-from plugin.search.queries import bm25_query, bm25_text
+from plugin.search.queries import bm25_query, bm25_text, text_fields
 
 #: how many candidates the live path asks BM25 for (``Matcher``'s candidate depth)
 CANDIDATES = 50
@@ -42,14 +45,18 @@ def prefix_words(text: str, n: int) -> str:
 def bm25_variants(text: str, lang: str | None, *, size: int = CANDIDATES) -> dict[str, dict[str, Any]]:
     """The live BM25 body for ``text`` and one body per lever, by name (pure)."""
     served = bm25_query(text, lang=lang, filters=None, size=size)
-    out = {"as-served": served, "count-all": {**served, "track_total_hits": True}}
+    whole = {k: v for k, v in served.items() if k != "rescore"}
+    whole["query"] = {"bool": {"must": [{"multi_match": {
+        "query": bm25_text(text), "fields": text_fields(lang), "type": "most_fields"}}]}}
+    out = {"as-served": served, "skip-blocks": {**served, "track_total_hits": False},
+           "unsplit": whole, "unsplit-skip-blocks": {**whole, "track_total_hits": False}}
     for n in PREFIXES:
         out[f"prefix-{n}"] = bm25_query(prefix_words(bm25_text(text), n), lang=lang, filters=None, size=size)
-    match = served["query"]["bool"]["must"][0]["multi_match"]
-    i18n = [f for f in match["fields"] if "_i18n." in f]
+    i18n = [f for f in text_fields(lang) if "_i18n." in f]
     if i18n:
-        body = bm25_query(text, lang=lang, filters=None, size=size)
-        body["query"]["bool"]["must"][0]["multi_match"]["fields"] = i18n
+        body = {k: v for k, v in whole.items()}
+        body["query"] = {"bool": {"must": [{"multi_match": {
+            "query": bm25_text(text), "fields": i18n, "type": "most_fields"}}]}}
         out["i18n-only"] = body
     return out
 

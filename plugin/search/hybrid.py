@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from plugin.search.queries import whole_query
 from plugin.search.retrieval import Fusion, RetrievalConfig
 from plugin.index.bodies import load_template, render
 
@@ -115,5 +116,6 @@ def server_plan(config: RetrievalConfig, bodies: dict[str, dict[str, Any]],
     # the hybrid query returns what the sub-queries would: candidate doc values, no _source
     first = next(iter(bodies.values()))
     body = {"size": size, **{k: first[k] for k in FETCH_KEYS if k in first},
-            "query": {"hybrid": {"queries": [b["query"] for b in bodies.values()]}}}
+            # a rescore cannot ride in a sub-query: BM25's is folded back into its query
+            "query": {"hybrid": {"queries": [whole_query(b) for b in bodies.values()]}}}
     return ServerPlan(pipeline=name, pipeline_body=pipeline_body, body=body), FitReason("fits")

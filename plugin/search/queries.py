@@ -16,6 +16,7 @@ from typing import Any
 
 from plugin.index.bodies import ANALYZED_LANGS
 from plugin.models import STORED_FIELDS, Hit
+from plugin.search.stopwords import split_stopwords
 
 #: ``_source`` fields of a final match (the embedding is never sent back).
 SOURCE_FIELDS = list(STORED_FIELDS)
@@ -36,9 +37,14 @@ CANDIDATE_FIELDS = ["id", "lang", "domain", "publisher"]
 #: decompresses the stored-field block of every hit, which cost 10-20 ms for 100 hits when the
 #: vector was in ``_source`` (and still costs while ``_recovery_source`` holds it, until a merge).
 #: Doc values are columnar and cheap. Only the final matches get their ``_source`` (``sources_query``).
-#: ``track_total_hits: false`` lets Lucene skip non-competitive BM25 hits instead of counting them.
 _CANDIDATE_BODY: dict[str, Any] = {"stored_fields": "_none_", "docvalue_fields": CANDIDATE_FIELDS,
                                    "track_total_hits": False}
+#: How a BM25 candidate search counts its hits: all of them. Counting lets Lucene score the
+#: disjunction window by window over every posting (its bulk scorer) instead of skipping
+#: non-competitive blocks one document at a time, and on our queries (a post's every word over
+#: four fields) the bulk scorer is the faster: ``factsieve bench --levers`` measures both
+#: (``as-served`` against ``count-all``; docs/reports/2026-11-27-bench-1m.md). The one place.
+BM25_TRACK_TOTAL_HITS = True
 
 
 @dataclass(frozen=True)
@@ -137,14 +143,53 @@ def bm25_text(text: str) -> str:
     return text[:last.end()] if last is not None and more is not None else text
 
 
+def bm25_clauses(text: str, fields: Sequence[str], lang: str | None
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``(match, stop)``: the BM25 clause that selects candidates and the clause a rescore adds
+    to them (``None``: nothing to add). Together they score exactly what one ``most_fields``
+    match of ``text`` over ``fields`` scores (BM25 adds up per field and per term), but the
+    selecting clause leaves the stop words of ``lang`` (``plugin.search.stopwords``) out of the
+    language-neutral fields, whose postings of them span nearly the whole corpus; the analysed
+    fields (``*_i18n.*``) drop them themselves. A candidate that only stop words would have
+    brought into the top ``size`` is the one thing lost (pure)."""
+    text = bm25_text(text)
+    analysed = [f for f in fields if "_i18n." in f]
+    neutral = [f for f in fields if "_i18n." not in f]
+    content, stop = split_stopwords(text, lang) if analysed and neutral else (text, "")
+    if not stop:
+        return {"multi_match": {"query": text, "fields": list(fields), "type": "most_fields"}}, None
+    match = {"bool": {"should": [{"multi_match": {"query": text, "fields": analysed, "type": "most_fields"}},
+                                 {"multi_match": {"query": content, "fields": neutral, "type": "most_fields"}}]}}
+    return match, {"multi_match": {"query": stop, "fields": neutral, "type": "most_fields"}}
+
+
+def rescore_adding(clause: dict[str, Any], window: int) -> dict[str, Any]:
+    """A rescore that adds ``clause``'s score to the first ``window`` hits' (pure)."""
+    return {"window_size": window, "query": {"rescore_query": clause, "query_weight": 1.0,
+                                             "rescore_query_weight": 1.0, "score_mode": "total"}}
+
+
 def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
                size: int) -> dict[str, Any]:
-    """BM25 over claim and title (``most_fields``: each analysed variant adds evidence)."""
-    match = {"multi_match": {"query": bm25_text(text), "fields": text_fields(lang), "type": "most_fields"}}
+    """BM25 over claim and title (``most_fields``: each analysed variant adds evidence), the
+    neutral fields' stop words added back by a rescore of the ``size`` candidates (``bm25_clauses``)."""
+    match, stop = bm25_clauses(text, text_fields(lang), lang)
     query: dict[str, Any] = {"bool": {"must": [match]}}
     if filters:
         query["bool"]["filter"] = [filters]
-    return {"size": size, **_candidate_body(), "query": query}
+    body = {"size": size, **_candidate_body(), "track_total_hits": BM25_TRACK_TOTAL_HITS, "query": query}
+    if stop is not None:
+        body["rescore"] = rescore_adding(stop, size)
+    return body
+
+
+def whole_query(body: dict[str, Any]) -> dict[str, Any]:
+    """The ``query`` of a candidate body with its rescore folded in (``bm25_query``'s stop-word
+    clause as a ``should``), for where a rescore cannot go: a ``hybrid`` query's sub-queries."""
+    rescore = body.get("rescore")
+    if not rescore:
+        return body["query"]
+    return {"bool": {"must": [body["query"]], "should": [rescore["query"]["rescore_query"]]}}
 
 
 #: Candidates the HNSW search explores (Lucene's ef) when asked for fewer: ef = k loses part of

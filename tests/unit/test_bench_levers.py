@@ -9,17 +9,24 @@ def test_prefix_words_keeps_the_first_n_words():
     assert prefix_words("", 3) == ""
 
 
+def _match(body):
+    return body["query"]["bool"]["must"][0]
+
+
 def test_the_served_body_is_the_live_one_and_each_lever_changes_one_thing():
-    text = " ".join(f"w{i}" for i in range(40))
+    text = "the claim that " + " ".join(f"w{i}" for i in range(40))
     out = bm25_variants(text, "en")
     served = bm25_query(text, lang="en", filters=None, size=50)
-    assert out["as-served"] == served
-    assert out["count-all"] == {**served, "track_total_hits": True}
+    assert out["as-served"] == served and "rescore" in served and served["track_total_hits"] is True
+    assert out["skip-blocks"] == {**served, "track_total_hits": False}
+    unsplit = out["unsplit"]
+    assert "rescore" not in unsplit and unsplit["track_total_hits"] is True
+    assert _match(unsplit)["multi_match"]["fields"] == ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]
+    assert out["unsplit-skip-blocks"] == {**unsplit, "track_total_hits": False}
     for n in PREFIXES:
-        q = out[f"prefix-{n}"]["query"]["bool"]["must"][0]["multi_match"]
-        assert q["query"] == " ".join(f"w{i}" for i in range(n))
-        assert q["fields"] == served["query"]["bool"]["must"][0]["multi_match"]["fields"]
-    fields = out["i18n-only"]["query"]["bool"]["must"][0]["multi_match"]["fields"]
+        words = " ".join(["the", "claim", "that", *(f"w{i}" for i in range(n - 3))])
+        assert out[f"prefix-{n}"] == bm25_query(words, lang="en", filters=None, size=50)
+    fields = _match(out["i18n-only"])["multi_match"]["fields"]
     assert fields and all("_i18n." in f for f in fields)
 
 

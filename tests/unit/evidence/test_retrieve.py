@@ -60,7 +60,7 @@ FILTER = evidence_filter(EvidenceQuery("x", before=date(2020, 10, 31), exclude_u
 
 def test_bm25_body_carries_the_filter():
     assert bm25_body("scooter ban", lang="en", filters=FILTER, size=50) == {
-        "size": 50, **LEAN,
+        "size": 50, **LEAN, "track_total_hits": True,  # BM25 counts every hit (queries.BM25_TRACK_TOTAL_HITS)
         "query": {"bool": {
             "must": [{"multi_match": {"query": "scooter ban", "type": "most_fields",
                                       "fields": ["text_i18n.en^2", "title_i18n.en", "text^2", "title"]}}],

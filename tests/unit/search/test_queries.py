@@ -54,7 +54,7 @@ def test_text_fields(lang, expected):
 def test_bm25_query_with_filter():
     flt = {"bool": {"filter": [{"terms": {"lang": ["en"]}}]}}
     assert bm25_query("vaccines alter DNA", lang="en", filters=flt, size=50) == {
-        "size": 50, **LEAN,
+        "size": 50, **LEAN, "track_total_hits": True,  # BM25 counts every hit (BM25_TRACK_TOTAL_HITS)
         "query": {"bool": {
             "must": [{"multi_match": {"query": "vaccines alter DNA", "type": "most_fields",
                                       "fields": ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]}}],
