@@ -37,7 +37,8 @@ from plugin.models import Fused
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.lang import detect_language
 from plugin.search.matcher import MatchRequest
-from plugin.search.queries import (BM25_TRACK_TOTAL_HITS, VECTOR_SCRIPT, bm25_clauses, knn_query,
+from plugin.search.queries import (BM25_RESCORE_DEPTH, BM25_TRACK_TOTAL_HITS, VECTOR_SCRIPT, bm25_clauses,
+                                   knn_query,
                                    read_candidates, rescore_adding, sources_by_id, text_fields)
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from plugin.search.variants import VARIANTS
@@ -145,7 +146,7 @@ def bm25_body(text: str, *, lang: str | None, filters: dict[str, Any] | None,
     body = {"size": size, **_LEAN, "track_total_hits": BM25_TRACK_TOTAL_HITS,
             "docvalue_fields": list(CANDIDATE_FIELDS), "query": query}
     if stop is not None:
-        body["rescore"] = rescore_adding(stop, size)
+        body["rescore"] = rescore_adding(stop, size * BM25_RESCORE_DEPTH)
     return body
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from plugin.models import Fused, Hit, Mode
 from plugin.search.queries import Filters, bm25_query, filter_query, knn_query
-from plugin.search.retrieval import RetrievalConfig, RetrieverKind
+from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind
 
 #: In auto mode, fact-checks in the post's own language get this multiplicative boost: about
 #: half a rank at the top of an RRF list (1/61 vs 1/62), enough to break near-ties in favour
@@ -68,7 +68,10 @@ class MatchPlan:
             if not texts.get(r.query):
                 continue
             if r.kind is RetrieverKind.BM25:
-                bodies[r.name] = bm25_query(texts[r.query], lang=self.lang, filters=flt, size=self.size)
+                # min-max fusion reads the lowest candidate score, which candidates sharing only
+                # stop words with the post set: it keeps them (and ranks as the stored template)
+                bodies[r.name] = bm25_query(texts[r.query], lang=self.lang, filters=flt, size=self.size,
+                                            split=config.fusion is not Fusion.MINMAX)
             else:
                 bodies[r.name] = knn_query(vectors[r.query], filters=flt, size=self.size)
         return bodies, {name: w for name, w in self.weights.items() if name in bodies}

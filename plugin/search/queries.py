@@ -45,6 +45,11 @@ _CANDIDATE_BODY: dict[str, Any] = {"stored_fields": "_none_", "docvalue_fields":
 #: four fields) the bulk scorer is the faster: ``factsieve bench --levers`` measures both
 #: (``as-served`` against ``count-all``; docs/reports/2026-11-27-bench-1m.md). The one place.
 BM25_TRACK_TOTAL_HITS = True
+#: How deep the rescore that adds the neutral fields' stop words back reaches, in multiples of
+#: the candidates asked for (``bm25_query``): a fact-check whose stop words lift it into the top
+#: ``size`` sits within the first ``size`` × this of the selecting clause (the client and the
+#: server fusion paths rank alike: tests/integration/test_fusion_contract.py).
+BM25_RESCORE_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -150,8 +155,8 @@ def bm25_clauses(text: str, fields: Sequence[str], lang: str | None
     match of ``text`` over ``fields`` scores (BM25 adds up per field and per term), but the
     selecting clause leaves the stop words of ``lang`` (``plugin.search.stopwords``) out of the
     language-neutral fields, whose postings of them span nearly the whole corpus; the analysed
-    fields (``*_i18n.*``) drop them themselves. A candidate that only stop words would have
-    brought into the top ``size`` is the one thing lost (pure)."""
+    fields (``*_i18n.*``) drop them themselves. A candidate that only its stop words would have
+    brought into the top ``size`` from beyond the rescore's reach is the one thing lost (pure)."""
     text = bm25_text(text)
     analysed = [f for f in fields if "_i18n." in f]
     neutral = [f for f in fields if "_i18n." not in f]
@@ -170,16 +175,23 @@ def rescore_adding(clause: dict[str, Any], window: int) -> dict[str, Any]:
 
 
 def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
-               size: int) -> dict[str, Any]:
+               size: int, split: bool = True) -> dict[str, Any]:
     """BM25 over claim and title (``most_fields``: each analysed variant adds evidence), the
-    neutral fields' stop words added back by a rescore of the ``size`` candidates (``bm25_clauses``)."""
-    match, stop = bm25_clauses(text, text_fields(lang), lang)
+    neutral fields' stop words added back by a rescore of the first ``size`` ×
+    ``BM25_RESCORE_DEPTH`` hits (``bm25_clauses``), the best ``size`` of them returned.
+    ``split=False``: one match, stop words selecting too, as the stored search template and a
+    min-max fusion need (``plan.MatchPlan.queries``)."""
+    if split:
+        match, stop = bm25_clauses(text, text_fields(lang), lang)
+    else:
+        match, stop = {"multi_match": {"query": bm25_text(text), "fields": text_fields(lang),
+                                       "type": "most_fields"}}, None
     query: dict[str, Any] = {"bool": {"must": [match]}}
     if filters:
         query["bool"]["filter"] = [filters]
     body = {"size": size, **_candidate_body(), "track_total_hits": BM25_TRACK_TOTAL_HITS, "query": query}
     if stop is not None:
-        body["rescore"] = rescore_adding(stop, size)
+        body["rescore"] = rescore_adding(stop, size * BM25_RESCORE_DEPTH)
     return body
 
 

@@ -3,7 +3,7 @@ the two clauses together are the one match they replace."""
 import pytest
 
 from plugin.evidence.retrieve import bm25_body
-from plugin.search.queries import bm25_clauses, bm25_query, whole_query
+from plugin.search.queries import BM25_RESCORE_DEPTH, bm25_clauses, bm25_query, whole_query
 from plugin.search.stopwords import split_stopwords, stopwords
 
 FIELDS = ["claim_i18n.en^2", "title_i18n.en", "claim^2", "title"]
@@ -49,7 +49,7 @@ def test_a_post_without_stop_words_or_without_analysed_fields_is_one_match():
 def test_the_body_rescores_its_candidates_and_counts_every_hit():
     body = bm25_query("The vaccine is not safe", lang="en", filters={"term": {"lang": "en"}}, size=30)
     assert body["track_total_hits"] is True and body["size"] == 30
-    assert body["rescore"]["window_size"] == 30
+    assert body["rescore"]["window_size"] == 30 * BM25_RESCORE_DEPTH
     q = body["rescore"]["query"]
     assert q["query_weight"] == q["rescore_query_weight"] == 1.0 and q["score_mode"] == "total"
     assert body["query"]["bool"]["filter"] == [{"term": {"lang": "en"}}]
@@ -65,3 +65,10 @@ def test_evidence_bm25_splits_the_same_way_over_passage_fields():
     body = bm25_body("The vaccine is not safe", lang="en", filters=None, size=20)
     assert body["track_total_hits"] is True
     assert body["rescore"]["query"]["rescore_query"]["multi_match"]["fields"] == ["text^2", "title"]
+
+
+def test_unsplit_is_the_one_match_that_min_max_fusion_and_the_template_read():
+    body = bm25_query("The vaccine is not safe", lang="en", filters=None, size=10, split=False)
+    assert "rescore" not in body and body["track_total_hits"] is True
+    assert body["query"]["bool"]["must"] == [{"multi_match": {
+        "query": "The vaccine is not safe", "fields": FIELDS, "type": "most_fields"}}]
