@@ -9,9 +9,9 @@ from typing import Any
 from cli.common import DEFAULT_AVERITEC, DEFAULT_DATASET, add_fusion_flag
 from cli.measure import (cmd_bench, cmd_bench_evidence, cmd_calibrate, cmd_evaluate, cmd_image_dup_bench, cmd_image_posts,
                          cmd_lookup_threshold, cmd_tune)
-from cli.train import (cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora, cmd_reranker_lora_import,
-                       cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack, cmd_reranker_prior,
-                       cmd_train_query_encoder)
+from cli.train import (cmd_reranker_distil, cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora,
+                       cmd_reranker_lora_import, cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack,
+                       cmd_reranker_prior, cmd_train_query_encoder)
 
 
 def _groups_from(sp: argparse.ArgumentParser) -> None:
@@ -224,6 +224,34 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--negatives", type=int, default=d2.negatives, help="hard negatives per group")
     sp.add_argument("--max-length", type=int, default=d2.max_length, help="tokens per (post, fact-check) pair")
     sp.add_argument("--seed", type=int, default=d2.seed)
+
+    from plugin.lab.reranker.distil import DistilOptions
+
+    d3 = DistilOptions()
+    sp = add("distil", cmd_reranker_distil,
+             "train a shallower student of a committed reranker here on CPU (JAX): the encoder's first "
+             "--depth layers with LoRA and a head, fitted to the teacher's logits on the training groups", steps)
+    _groups_from(sp)
+    sp.add_argument("--teacher", required=True, metavar="NAME", help="the committed reranker adapter to distil")
+    sp.add_argument("--depth", type=int, required=True, metavar="D", help="encoder layers the student runs (its first D)")
+    sp.add_argument("--name", help="the student's name (default: TEACHER-distilD)")
+    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/rerankers/)")
+    sp.add_argument("--holdout", action="store_true",
+                    help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
+    sp.add_argument("--layers", type=int, default=d3.layers,
+                    help="top layers of the student adapted, the ones below frozen as the teacher's (0: all D)")
+    sp.add_argument("--rank", type=int, default=d3.rank)
+    sp.add_argument("--lr", type=float, default=d3.lr, help="the LoRA deltas' learning rate")
+    sp.add_argument("--head-lr", type=float, default=d3.head_lr, help="the pooler's and classifier's")
+    sp.add_argument("--epochs", type=int, default=d3.epochs)
+    sp.add_argument("--negatives", type=int, default=d3.negatives, help="hard negatives per group")
+    sp.add_argument("--max-length", type=int, default=d3.max_length, help="tokens per (post, fact-check) pair")
+    sp.add_argument("--kl-weight", type=float, default=d3.kl_weight, help="listwise KL to the teacher's softmax")
+    sp.add_argument("--mse-weight", type=float, default=d3.mse_weight, help="squared error to the teacher's logits")
+    sp.add_argument("--no-warm-start", action="store_true", help="start the student's deltas at zero, not the teacher's")
+    sp.add_argument("--teacher-cache", type=Path, metavar="DIR",
+                    help="folder for the teacher's logits, reused by a rerun on the same pairs (default: the temp folder)")
+    sp.add_argument("--seed", type=int, default=d3.seed)
 
     sp = add("prior", cmd_reranker_prior,
              "choose a configuration's rerank.rank_prior out of fold: each fold of the training "

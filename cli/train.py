@@ -107,6 +107,19 @@ def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def cmd_reranker_distil(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.distil import DistilOptions, train_distilled_reranker
+
+    options = DistilOptions(depth=args.depth, layers=args.layers, rank=args.rank, lr=args.lr,
+                            head_lr=args.head_lr, epochs=args.epochs, negatives=args.negatives,
+                            max_length=args.max_length, kl_weight=args.kl_weight,
+                            mse_weight=args.mse_weight, warm_start=not args.no_warm_start, seed=args.seed)
+    dump(train_distilled_reranker(services.settings, _source(args), args.teacher, args.name, args.out,
+                                  options.validated(), holdout=args.holdout,
+                                  teacher_cache=args.teacher_cache))
+    return 0
+
+
 def cmd_reranker_prior(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.prior import DEFAULT_PRIORS, gather_heads, prior_grid
 

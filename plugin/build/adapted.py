@@ -8,14 +8,15 @@ written as ONNX graphs (fp32, and the int8 copy where it ranks like fp32) into t
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -124,16 +125,46 @@ def build_lora_reranker(settings: Settings, name: str, *, force: bool = False,
     adapter = find_reranker_adapter(name, folder)
     check_base(adapter, settings, what="reranker",
                retrain="`factsieve train-reranker lora`, or name a Hugging Face cross-encoder")
-    pooling = str(adapter.manifest.get("pooling", "mean"))
     carried = {k: adapter.manifest[k] for k in CARRIED if k in adapter.manifest}
     return build_adapted(
         settings, adapter, dest or reranker_dir(settings, name),
-        graph=lambda weights, shape: bert_classifier_onnx_model(weights, shape, pooling=pooling),
+        graph=reranker_graph(adapter.manifest),
         manifest_file=RERANKER_MANIFEST, manifest={"adapter": name, **carried},
         version=RERANKER_BUILDER_VERSION, force=force,
         # int8 only where training measured that it ranks like fp32 (``rerank.OnnxCrossEncoder``
         # prefers an int8 file when there is one)
         int8=bool(adapter.manifest.get("int8", False)))
+
+
+def reranker_depth(manifest: Mapping[str, object]) -> int | None:
+    """A reranker adapter's ``depth`` (a distilled student runs the encoder's first ``depth``
+    layers only: ``train-reranker distil``), or None for the base's full depth."""
+    depth = manifest.get("depth")
+    if depth is None:
+        return None
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ModelUnavailable(f"reranker adapter {manifest.get('name')!r}: depth {depth!r} is not a "
+                               "positive number of layers")
+    return depth
+
+
+def reranker_graph(manifest: Mapping[str, object]) -> Callable[[dict[str, np.ndarray], Any], object]:
+    """The ONNX graph a reranker adapter's merged weights are written as: the cross-encoder with
+    the manifest's pooling, over the base's layers or its first ``depth`` (the only place that
+    reads them: ``model build`` and training's int8 check both build through it)."""
+    pooling = str(manifest.get("pooling", "mean"))
+    depth = reranker_depth(manifest)
+
+    def graph(weights: dict[str, np.ndarray], shape: Any) -> object:
+        if depth is not None:
+            if depth > shape.layers:
+                raise ModelUnavailable(f"reranker adapter {manifest.get('name')!r}: depth {depth}, the "
+                                       f"base has {shape.layers} layers")
+            # the graph reads the weights of the layers its shape names: the first ``depth``
+            shape = dataclasses.replace(shape, layers=depth)
+        return bert_classifier_onnx_model(weights, shape, pooling=pooling)
+
+    return graph
 
 
 def build_verdict_model(settings: Settings, name: str, *, force: bool = False,

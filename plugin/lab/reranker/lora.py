@@ -393,8 +393,7 @@ def int8_agreement(settings: Any, name: str, folder: Any, groups: Sequence[Train
     from pathlib import Path
 
     from plugin.embedding.adapter import load_adapter
-    from plugin.build.adapted import build_adapted
-    from plugin.build.graph import bert_classifier_onnx_model
+    from plugin.build.adapted import build_adapted, reranker_graph
     from plugin.lab.reranker.export import spearman
     from plugin.search.rerank import RERANKER_MANIFEST, OnnxCrossEncoder
 
@@ -402,7 +401,7 @@ def int8_agreement(settings: Any, name: str, folder: Any, groups: Sequence[Train
     max_length = int(adapter.manifest.get("max_length", 128))
     with tempfile.TemporaryDirectory(prefix="factsieve-int8-check-") as tmp:
         built = build_adapted(settings, adapter, Path(tmp) / name,
-                              graph=lambda w, shape: bert_classifier_onnx_model(w, shape, pooling="mean"),
+                              graph=reranker_graph(adapter.manifest),
                               manifest_file=RERANKER_MANIFEST, manifest={}, version=0)
         models = {kind: OnnxCrossEncoder(built, model_file=built / "onnx" / f"{file}.onnx",
                                          max_seq_length=max_length, activation="none")
