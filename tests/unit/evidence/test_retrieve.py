@@ -8,7 +8,7 @@ from plugin.evidence.retrieve import (DEFAULT_CONFIG, UNDATED, EvidenceQuery, be
                                       bm25_body, evidence_filter, exclusion_clauses, knn_body,
                                       passage_fields, per_url, sources_body, vectors_by_id)
 from plugin.models import Fused, Hit
-from plugin.search.queries import VECTOR_SCRIPT
+from plugin.search.queries import KNN_EF_SEARCH, VECTOR_SCRIPT
 from plugin.search.retrieval import RetrievalConfig
 
 LEAN = {"stored_fields": "_none_", "track_total_hits": False,
@@ -70,7 +70,7 @@ def test_bm25_body_carries_the_filter():
 def test_knn_body_carries_the_same_filter_inside_the_graph_search():
     body = knn_body([0.5, 0.25], filters=FILTER, size=50)
     assert body == {"size": 50, **LEAN, "query": {"knn": {"embedding": {
-        "vector": [0.5, 0.25], "k": 50, "method_parameters": {"ef_search": 200}, "filter": FILTER}}}}
+        "vector": [0.5, 0.25], "k": 50, "method_parameters": {"ef_search": KNN_EF_SEARCH}, "filter": FILTER}}}}
 
 
 def test_both_bodies_exclude_and_date_filter_identically():

@@ -4,7 +4,7 @@ from datetime import date
 import pytest
 
 from plugin.models import Hit
-from plugin.search.queries import (CANDIDATE_FIELDS, Filters, SOURCE_FIELDS, bm25_query, date_clause,
+from plugin.search.queries import (CANDIDATE_FIELDS, KNN_EF_SEARCH, Filters, SOURCE_FIELDS, bm25_query, date_clause,
                             filter_query, knn_query, read_candidates, sources_by_id, sources_query,
                             text_fields)
 
@@ -71,7 +71,7 @@ def test_knn_query_pushes_filter_into_knn():
     assert knn_query([0.5, -0.25], filters=flt, size=100) == {
         "size": 100, **LEAN,
         "query": {"knn": {"embedding": {"vector": [0.5, -0.25], "k": 100, "filter": flt,
-                                        "method_parameters": {"ef_search": 200}}}}}
+                                        "method_parameters": {"ef_search": KNN_EF_SEARCH}}}}}
 
 
 def test_knn_query_takes_numpy_vectors():
@@ -79,7 +79,7 @@ def test_knn_query_takes_numpy_vectors():
 
     body = knn_query(np.array([1, 2], dtype="float32"), filters=None, size=3)
     assert body["query"]["knn"]["embedding"] == {"vector": [1.0, 2.0], "k": 3,
-                                                 "method_parameters": {"ef_search": 200}}
+                                                 "method_parameters": {"ef_search": KNN_EF_SEARCH}}
     assert all(type(x) is float for x in body["query"]["knn"]["embedding"]["vector"])
 
 
@@ -132,8 +132,8 @@ def test_sources_by_id():
 
 
 @pytest.mark.parametrize("size, ef, expected", [
-    (100, None, {"ef_search": 200}),   # the graph search explores more than it returns
-    (250, None, None),                 # k alone is already wider
+    (100, None, {"ef_search": KNN_EF_SEARCH}),   # the graph search explores more than it returns
+    (500, None, None),                 # k alone is already wider
     (10, 50, {"ef_search": 50}),
     (10, 10, None),
 ])

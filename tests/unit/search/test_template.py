@@ -7,7 +7,7 @@ import re
 import pytest
 
 from plugin.search.hybrid import fusion_pipeline
-from plugin.search.queries import date_clause
+from plugin.search.queries import KNN_EF_SEARCH, date_clause
 from plugin.search.retrieval import RetrievalConfig, get_config
 from plugin.search.template import MONO_FIELD, fill, match_template, template_fits
 
@@ -79,7 +79,7 @@ def test_the_pipeline_travels_inside_and_the_model_is_filled_in(source):
     assert body["search_pipeline"] == pipeline
     neural = body["query"]["hybrid"]["queries"][1]["neural"]["embedding"]
     assert neural["model_id"] == "MODEL" and neural["k"] == body["query"]["hybrid"]["pagination_depth"] == 100
-    assert neural["method_parameters"] == {"ef_search": 200}
+    assert neural["method_parameters"] == {"ef_search": KNN_EF_SEARCH}
 
 
 def test_which_configurations_fit():
