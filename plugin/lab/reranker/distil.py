@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import math
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -216,52 +215,18 @@ def train_student(jax: Any, scorer: Any, cached: Sequence[Sequence[np.ndarray]],
                   targets: Sequence[np.ndarray], options: DistilOptions,
                   on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Adam (LoRA at ``lr``, the head at ``head_lr``), 10-step warm-up then linear decay; each step
-    takes ``groups_per_step`` whole groups and ``distil_loss`` against their teacher logits."""
-    from plugin.lab.reranker.lora import adam_step
+    takes ``groups_per_step`` whole groups and ``distil_loss`` against their teacher logits
+    (``lora.fit_groups``, the loop the LoRA trainer uses)."""
+    from plugin.lab.reranker.lora import fit_groups
 
-    jnp, tree = jax.numpy, jax.tree_util
+    jnp = jax.numpy
     size = 1 + options.negatives
 
     def loss_fn(params: Any, x: Any, m: Any, t: Any) -> Any:
         s = scorer.logits(params, x, m).reshape(-1, size)
         return distil_loss(jnp, s, t, kl_weight=options.kl_weight, mse_weight=options.mse_weight)
 
-    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-    adam = adam_step(jax, options.head_lr / options.lr)
-    params = scorer.params
-    m1 = tree.tree_map(jnp.zeros_like, params)
-    m2 = tree.tree_map(jnp.zeros_like, params)
-    rng = np.random.default_rng(options.seed)
-    usable = [i for i, g in enumerate(cached) if len(g) == size]
-    if not usable:
-        raise BadInput(f"no training group has {options.negatives} negatives: lower --negatives")
-    if len(usable) < len(cached):  # a step's groups must be the same size; say what is left out
-        log.warning("%d of %d training groups have fewer than %d negatives and are left out",
-                    len(cached) - len(usable), len(cached), options.negatives)
-    per = options.groups_per_step
-    total_steps = options.epochs * math.ceil(len(usable) / per)
-    step = 0
-    for epoch in range(1, options.epochs + 1):
-        t0, total, seen = time.perf_counter(), 0.0, 0
-        order = rng.permutation(usable)
-        for start in range(0, len(order), per):
-            chosen = order[start:start + per]
-            rows = [c for g in chosen for c in cached[g]]
-            x, m = scorer.tower.pad([r.astype(np.float32) for r in rows], scorer.tower.width)
-            t = np.stack([targets[g] for g in chosen])
-            loss, grads = grad_fn(params, x, m, t)
-            step += 1
-            lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))
-            params, m1, m2 = adam(params, grads, m1, m2, step, lr)
-            total += float(loss) * len(chosen)
-            seen += len(chosen)
-            if step % 50 == 0:
-                log.info("step %d of %d: loss %.4f (%.1f s this epoch)", step, total_steps, total / seen,
-                         time.perf_counter() - t0)
-        if on_epoch is not None:
-            on_epoch(epoch, total / max(seen, 1), {"seconds": round(time.perf_counter() - t0, 1),
-                                                   "params": params})
-    return params
+    return fit_groups(jax, scorer, cached, options, loss_fn, targets=targets, on_epoch=on_epoch, log_every=50)
 
 
 def agreement(student: Sequence[np.ndarray], teacher: Sequence[np.ndarray]) -> dict[str, float]:

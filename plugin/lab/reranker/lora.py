@@ -219,13 +219,27 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
           on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Adam (LoRA at ``lr``, the head at ``head_lr``), 10-step warm-up then linear decay; each step
     takes ``groups_per_step`` whole groups and the softmax cross-entropy of their positives."""
-    jnp, tree = jax.numpy, jax.tree_util
     size = 1 + options.negatives
 
     def loss_fn(params: Any, x: Any, m: Any) -> Any:
         z = scorer.logits(params, x, m).reshape(-1, size)
         return -jax.nn.log_softmax(z, axis=-1)[:, 0].mean()
 
+    return fit_groups(jax, scorer, cached, options, loss_fn, on_epoch=on_epoch)
+
+
+def fit_groups(jax: Any, scorer: Any, cached: Sequence[Sequence[np.ndarray]], options: Any,
+               loss_fn: Callable[..., Any], *, targets: Sequence[np.ndarray] | None = None,
+               on_epoch: Callable[[int, float, dict[str, Any]], None] | None = None,
+               log_every: int | None = None) -> dict[str, Any]:
+    """The training loop every group-wise trainer here shares (``train``, the distilled
+    student's ``distil.train_student``): Adam over ``scorer.params`` (LoRA at ``options.lr``,
+    the head at ``options.head_lr``), 10-step warm-up then linear decay, each step
+    ``options.groups_per_step`` whole groups of ``1 + options.negatives`` cached pairs, scored by
+    ``loss_fn(params, x, mask)`` or, with ``targets`` (one array per group),
+    ``loss_fn(params, x, mask, stacked targets)``. Groups of another size are left out (said so)."""
+    jnp, tree = jax.numpy, jax.tree_util
+    size = 1 + options.negatives
     grad_fn = jax.jit(jax.value_and_grad(loss_fn))
     adam = adam_step(jax, options.head_lr / options.lr)
 
@@ -246,14 +260,21 @@ def train(jax: Any, scorer: PairScorer, cached: Sequence[Sequence[np.ndarray]],
         t0, total, seen = time.perf_counter(), 0.0, 0
         order = rng.permutation(usable)
         for start in range(0, len(order), per):
-            rows = [c for g in order[start:start + per] for c in cached[g]]
+            chosen = order[start:start + per]
+            rows = [c for g in chosen for c in cached[g]]
             x, m = scorer.tower.pad([r.astype(np.float32) for r in rows], scorer.tower.width)
-            loss, grads = grad_fn(params, x, m)
+            if targets is None:
+                loss, grads = grad_fn(params, x, m)
+            else:
+                loss, grads = grad_fn(params, x, m, np.stack([targets[g] for g in chosen]))
             step += 1
             lr = options.lr * min(1.0, step / 10) * max(0.0, 1 - step / (total_steps + 1))
             params, m1, m2 = adam(params, grads, m1, m2, step, lr)
-            total += float(loss) * (len(rows) // size)
-            seen += len(rows) // size
+            total += float(loss) * len(chosen)
+            seen += len(chosen)
+            if log_every and step % log_every == 0:
+                log.info("step %d of %d: loss %.4f (%.1f s this epoch)", step, total_steps, total / seen,
+                         time.perf_counter() - t0)
         if on_epoch is not None:
             on_epoch(epoch, total / max(seen, 1), {"seconds": round(time.perf_counter() - t0, 1),
                                                    "params": params})
