@@ -34,7 +34,9 @@ OS_DATA="$CACHE/opensearch/data"
 OS_LOGS="$CACHE/opensearch/logs"
 OS_PID="$CACHE/opensearch/opensearch.pid"
 OS_PORT="${FACTSIEVE_OS_PORT:-9200}"
-OS_HEAP="${FACTSIEVE_OS_HEAP:-1g}"
+# 1.5 GB: deploying the hosted embedding model (ML Commons) assembles its chunks in the heap,
+# and at 1 GB that tripped the real-memory circuit breaker in a fresh clone's test run
+OS_HEAP="${FACTSIEVE_OS_HEAP:-1536m}"
 OS_USER="${FACTSIEVE_OS_USER:-factsieve}"
 OS_NEURAL="${FACTSIEVE_OS_NEURAL:-1}"
 OS_ML="${FACTSIEVE_OS_ML:-1}"

@@ -294,7 +294,7 @@ def test_bench_shape_on_a_tiny_scaled_corpus(capsys, embedder, dataset_copy):
         assert c["knn_recall"]["queries"] == 5 and 0.9 <= c["knn_recall"]["recall"] <= 1.0
         # --levers: each BM25 body and each ef_search, measured on the same corpus
         bm25, knn = c["levers"]["bm25"], c["levers"]["knn"]
-        assert {"as-served", "count-all", "prefix-16"} <= set(bm25)
+        assert {"as-served", "skip-blocks", "unsplit", "unsplit-skip-blocks", "prefix-16"} <= set(bm25)
         assert all(v["queries"] == 5 and v["wall_p50"] > 0 for v in bm25.values())
         assert set(knn) == {"ef_search=50", "ef_search=100", "ef_search=200", "ef_search=400"}
         assert all(0.0 <= v["recall"] <= 1.0 for v in knn.values())
