@@ -37,9 +37,8 @@ from plugin.models import Fused
 from plugin.search.fuse import minmax_fuse, rrf_fuse
 from plugin.search.lang import detect_language
 from plugin.search.matcher import MatchRequest
-from plugin.search.queries import (BM25_RESCORE_DEPTH, BM25_TRACK_TOTAL_HITS, VECTOR_SCRIPT, bm25_clauses,
-                                   knn_query,
-                                   read_candidates, rescore_adding, sources_by_id, text_fields)
+from plugin.search.queries import (VECTOR_SCRIPT, bm25_search, knn_query, read_candidates, sources_by_id,
+                                   text_fields)
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
@@ -137,17 +136,10 @@ def passage_fields(lang: str | None) -> list[str]:
 
 def bm25_body(text: str, *, lang: str | None, filters: dict[str, Any] | None,
               size: int) -> dict[str, Any]:
-    """The matcher's BM25 (``queries.bm25_clauses``: the neutral fields' stop words added back by
+    """The matcher's BM25 (``queries.bm25_search``: the neutral fields' stop words added back by
     a rescore of the candidates; every hit counted) over the passage fields."""
-    match, stop = bm25_clauses(text, passage_fields(lang), lang)
-    query: dict[str, Any] = {"bool": {"must": [match]}}
-    if filters:
-        query["bool"]["filter"] = [filters]
-    body = {"size": size, **_LEAN, "track_total_hits": BM25_TRACK_TOTAL_HITS,
-            "docvalue_fields": list(CANDIDATE_FIELDS), "query": query}
-    if stop is not None:
-        body["rescore"] = rescore_adding(stop, size * BM25_RESCORE_DEPTH)
-    return body
+    return {"size": size, **_LEAN, "docvalue_fields": list(CANDIDATE_FIELDS),
+            **bm25_search(text, passage_fields(lang), lang, filters, size)}
 
 
 def knn_body(vector: Sequence[float], *, filters: dict[str, Any] | None, size: int) -> dict[str, Any]:

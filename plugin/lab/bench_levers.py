@@ -27,7 +27,7 @@ from typing import Any
 
 from plugin.index.store import Store
 from plugin.lab.bench_index import knn_recall
-from plugin.search.queries import bm25_query, bm25_text, text_fields
+from plugin.search.queries import bm25_query, bm25_search, bm25_text, text_fields
 
 #: how many candidates the live path asks BM25 for (``Matcher``'s candidate depth)
 CANDIDATES = 50
@@ -45,19 +45,14 @@ def prefix_words(text: str, n: int) -> str:
 def bm25_variants(text: str, lang: str | None, *, size: int = CANDIDATES) -> dict[str, dict[str, Any]]:
     """The live BM25 body for ``text`` and one body per lever, by name (pure)."""
     served = bm25_query(text, lang=lang, filters=None, size=size)
-    whole = {k: v for k, v in served.items() if k != "rescore"}
-    whole["query"] = {"bool": {"must": [{"multi_match": {
-        "query": bm25_text(text), "fields": text_fields(lang), "type": "most_fields"}}]}}
+    whole = bm25_query(text, lang=lang, filters=None, size=size, split=False)
     out = {"as-served": served, "skip-blocks": {**served, "track_total_hits": False},
            "unsplit": whole, "unsplit-skip-blocks": {**whole, "track_total_hits": False}}
     for n in PREFIXES:
         out[f"prefix-{n}"] = bm25_query(prefix_words(bm25_text(text), n), lang=lang, filters=None, size=size)
     i18n = [f for f in text_fields(lang) if "_i18n." in f]
     if i18n:
-        body = {k: v for k, v in whole.items()}
-        body["query"] = {"bool": {"must": [{"multi_match": {
-            "query": bm25_text(text), "fields": i18n, "type": "most_fields"}}]}}
-        out["i18n-only"] = body
+        out["i18n-only"] = {**whole, **bm25_search(text, i18n, lang, None, size, split=False)}
     return out
 
 

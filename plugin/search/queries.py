@@ -148,7 +148,7 @@ def bm25_text(text: str) -> str:
     return text[:last.end()] if last is not None and more is not None else text
 
 
-def bm25_clauses(text: str, fields: Sequence[str], lang: str | None
+def bm25_clauses(text: str, fields: Sequence[str], lang: str | None, split: bool = True
                  ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """``(match, stop)``: the BM25 clause that selects candidates and the clause a rescore adds
     to them (``None``: nothing to add). Together they score exactly what one ``most_fields``
@@ -156,11 +156,12 @@ def bm25_clauses(text: str, fields: Sequence[str], lang: str | None
     selecting clause leaves the stop words of ``lang`` (``plugin.search.stopwords``) out of the
     language-neutral fields, whose postings of them span nearly the whole corpus; the analysed
     fields (``*_i18n.*``) drop them themselves. A candidate that only its stop words would have
-    brought into the top ``size`` from beyond the rescore's reach is the one thing lost (pure)."""
+    brought into the top ``size`` from beyond the rescore's reach is the one thing lost.
+    ``split=False``: the one match, stop words selecting too (pure)."""
     text = bm25_text(text)
     analysed = [f for f in fields if "_i18n." in f]
     neutral = [f for f in fields if "_i18n." not in f]
-    content, stop = split_stopwords(text, lang) if analysed and neutral else (text, "")
+    content, stop = split_stopwords(text, lang) if split and analysed and neutral else (text, "")
     if not stop:
         return {"multi_match": {"query": text, "fields": list(fields), "type": "most_fields"}}, None
     match = {"bool": {"should": [{"multi_match": {"query": text, "fields": analysed, "type": "most_fields"}},
@@ -174,25 +175,29 @@ def rescore_adding(clause: dict[str, Any], window: int) -> dict[str, Any]:
                                              "rescore_query_weight": 1.0, "score_mode": "total"}}
 
 
-def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
-               size: int, split: bool = True) -> dict[str, Any]:
-    """BM25 over claim and title (``most_fields``: each analysed variant adds evidence), the
-    neutral fields' stop words added back by a rescore of the first ``size`` ×
-    ``BM25_RESCORE_DEPTH`` hits (``bm25_clauses``), the best ``size`` of them returned.
-    ``split=False``: one match, stop words selecting too, as the stored search template and a
-    min-max fusion need (``plan.MatchPlan.queries``)."""
-    if split:
-        match, stop = bm25_clauses(text, text_fields(lang), lang)
-    else:
-        match, stop = {"multi_match": {"query": bm25_text(text), "fields": text_fields(lang),
-                                       "type": "most_fields"}}, None
+def bm25_search(text: str, fields: Sequence[str], lang: str | None, filters: dict[str, Any] | None,
+                size: int, split: bool = True) -> dict[str, Any]:
+    """The search part of every BM25 candidate body (fact-checks here, evidence passages in
+    ``plugin.evidence.retrieve``): how hits are counted, the query (``bm25_clauses`` under the
+    filters) and the rescore that adds the stop words back to the first ``size`` ×
+    ``BM25_RESCORE_DEPTH`` hits (pure)."""
+    match, stop = bm25_clauses(text, fields, lang, split)
     query: dict[str, Any] = {"bool": {"must": [match]}}
     if filters:
         query["bool"]["filter"] = [filters]
-    body = {"size": size, **_candidate_body(), "track_total_hits": BM25_TRACK_TOTAL_HITS, "query": query}
+    out: dict[str, Any] = {"track_total_hits": BM25_TRACK_TOTAL_HITS, "query": query}
     if stop is not None:
-        body["rescore"] = rescore_adding(stop, size * BM25_RESCORE_DEPTH)
-    return body
+        out["rescore"] = rescore_adding(stop, size * BM25_RESCORE_DEPTH)
+    return out
+
+
+def bm25_query(text: str, *, lang: str | None, filters: dict[str, Any] | None,
+               size: int, split: bool = True) -> dict[str, Any]:
+    """BM25 over claim and title (``most_fields``: each analysed variant adds evidence), the
+    neutral fields' stop words added back by a rescore (``bm25_search``), the best ``size``
+    returned. ``split=False``: one match, stop words selecting too, as the stored search template
+    and a min-max fusion need (``plan.MatchPlan.queries``)."""
+    return {"size": size, **_candidate_body(), **bm25_search(text, text_fields(lang), lang, filters, size, split)}
 
 
 def whole_query(body: dict[str, Any]) -> dict[str, Any]:

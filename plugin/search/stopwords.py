@@ -25,6 +25,7 @@ _KANA_HAN = "\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: A word as the split sees it: a run of letters and digits (apostrophes inside kept, as the
 #: standard tokenizer keeps "don't"); Han and kana never count as stop words.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_CJK = re.compile(f"[{_KANA_HAN}]")
 
 
 @cache
@@ -49,7 +50,7 @@ def split_stopwords(text: str, lang: str | None) -> tuple[str, str]:
 
     def blank(m: re.Match[str]) -> str:
         word = m.group(0)
-        if word.lower() in stop and not re.search(f"[{_KANA_HAN}]", word):
+        if word.lower() in stop and not _CJK.search(word):
             found.append(word)
             return " "
         return word
