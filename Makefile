@@ -30,9 +30,10 @@ export TRANSFORMERS_OFFLINE := 1
 # mkdocs-material's banner about its successor, printed on every build
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test docs test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz api-hostile
+.PHONY: demo test docs docs-images test-secure up-secure unit up down status install install-torch test-torch model wordnet clean-cache serve worker evaluate bench api-load api-fuzz api-hostile
 
 $(STAMP): pyproject.toml
+	scripts/system-packages.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,testmodel,tune]'
@@ -46,11 +47,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # tesserocr binds Debian's Tesseract (plugin.image.ocr), so it is built from source against the
-# library `scripts/services.sh tesseract` installs with apt (the prebuilt wheel bundles another
+# library scripts/system-packages.sh installs with apt (the prebuilt wheel bundles another
 # Tesseract, which read worse); pdqhash and Pillow come with `make install`.
 OCR_STAMP := $(VENV)/.ocr-installed
 $(OCR_STAMP): $(STAMP)
-	scripts/services.sh tesseract
+	scripts/system-packages.sh
 	$(PY) -m pip install -q --no-binary tesserocr 'tesserocr==2.13.0'
 	@touch $@
 
@@ -102,6 +103,11 @@ test: install up up-secure model wordnet
 # builds it with --strict before pytest, so a broken link or a setting without a row fails the run.
 docs: install
 	$(VENV)/bin/mkdocs build
+
+# The docs' screenshots of the desk (docs/img/), taken by the browser tests that draw them;
+# `make test` writes them to a temporary folder instead, so that it leaves the checkout clean.
+docs-images: install up model
+	FACTSIEVE_DOCS_IMAGES=$(CURDIR)/docs/img $(PY) -m pytest -q -p no:cacheprovider -m browser tests/browser
 
 # A second, secured OpenSearch node (security plugin, TLS, FactSieve's admin and runtime
 # identities) on https://127.0.0.1:9250; its settings are in $(SECURE_ENV).

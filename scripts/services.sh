@@ -22,7 +22,7 @@
 # `make install` installs both. It listens on 127.0.0.1:8089 (FACTSIEVE_LLM_PORT); point
 # FACTSIEVE_LLM_URL at http://127.0.0.1:8089/v1.
 #
-# usage: scripts/services.sh up|down [--nodes N|--secure]|status|fetch
+# usage: scripts/services.sh up|down [--nodes N|--secure]|status|fetch|system
 set -euo pipefail
 
 OS_VERSION="${FACTSIEVE_OS_VERSION:-2.19.1}"
@@ -286,49 +286,15 @@ opensearch_down() {
   fi
 }
 
+# Debian's packages (Redis, Tesseract and its packs, fonts, chromium, the JDK...): the one list in
+# scripts/system-packages.txt, installed by scripts/system-packages.sh when something is missing.
+system_install() {
+  "$ROOT/scripts/system-packages.sh"
+}
+
 redis_bin() {
-  if ! command -v redis-server >/dev/null; then
-    log "installing redis-server with apt-get"
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq redis-server >&2
-  fi
+  command -v redis-server >/dev/null || system_install
   command -v redis-server
-}
-
-# Tesseract and the language packs the image stage reads with (plugin.image.ocr): the packs
-# are the settings' ocr_languages (FACTSIEVE_OCR_LANGUAGES, or its default read from the
-# settings object, the one place it is decided), plus the Latin script model that reads posts
-# whose language is not known, and the headers tesserocr builds against. Installed like Redis,
-# once: a later `up` finds them and installs nothing.
-tesseract_packages() {
-  local langs
-  langs="${FACTSIEVE_OCR_LANGUAGES:-}"
-  if [ -z "$langs" ]; then
-    langs="$("$ROOT/.venv/bin/python" -c 'from plugin.settings import Settings; print(",".join(Settings().ocr_languages))' 2>/dev/null || echo eng)"
-  fi
-  echo tesseract-ocr libtesseract-dev libleptonica-dev pkg-config tesseract-ocr-script-latn
-  for l in ${langs//,/ }; do echo "tesseract-ocr-$(echo "$l" | tr '[:upper:]_' '[:lower:]-')"; done
-}
-
-tesseract_install() {
-  local missing=()
-  for p in $(tesseract_packages); do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if [ "${#missing[@]}" -gt 0 ]; then
-    log "installing Tesseract with apt-get: ${missing[*]}"
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
-  fi
-}
-
-# Debian's chromium, which the desk's browser tests drive through playwright (tests/browser/):
-# installed like Redis, never downloaded by `playwright install`.
-chromium_bin() {
-  if ! command -v chromium >/dev/null; then
-    log "installing chromium with apt-get (for the desk's browser tests)"
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
-  fi
-  command -v chromium
 }
 
 redis_up() {
@@ -657,11 +623,12 @@ case "${2:-}" in
 esac
 
 case "${1:-}" in
-  fetch) fetch_opensearch; redis_bin >/dev/null; chromium_bin >/dev/null; tesseract_install ;;
-  tesseract) tesseract_install ;;
-  up) if [ "$SECURE" = 1 ]; then secure_up
+  fetch) system_install; fetch_opensearch ;;
+  system|tesseract) system_install ;;
+  up) system_install
+      if [ "$SECURE" = 1 ]; then secure_up
       elif [ "$NODES" -gt 1 ]; then cluster_up "$NODES"
-      else chromium_bin >/dev/null; tesseract_install; redis_up; llm_start; opensearch_up; llm_wait; write_env_file; fi ;;
+      else redis_up; llm_start; opensearch_up; llm_wait; write_env_file; fi ;;
   down) if [ "$SECURE" = 1 ]; then secure_down
         elif [ "$NODES" -gt 1 ]; then cluster_down
         else opensearch_down; redis_down; llm_down; secure_down; rm -f "$ENV_OUT"; fi ;;
@@ -671,5 +638,5 @@ case "${1:-}" in
     if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then echo "redis: up"; else echo "redis: down"; fi
     if llm_healthy; then echo "llm: up ($LLM_BASE/v1)"; else echo "llm: down"; fi
     if secure_healthy; then echo "opensearch (secured): up ($(sec_env_get FACTSIEVE_OPENSEARCH_URL), $SEC_ENV)"; else echo "opensearch (secured): down"; fi ;;
-  *) echo "usage: $0 up|down [--nodes N|--secure]|status|fetch|tesseract" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down [--nodes N|--secure]|status|fetch|system" >&2; exit 2 ;;
 esac

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from api.desk.present import dom_id
-from tests.browser.conftest import SCREENSHOT, sign_in, submit
+from tests.browser.conftest import sign_in, submit
 from tests.integration.conftest import wait_for
 from tests.integration.test_workers import expected_signature
 
@@ -30,7 +30,7 @@ def review(base: str, key: str, post_id: str) -> dict:
     return resp.json()
 
 
-def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served, keys):
+def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served, keys, screenshots):
     xss_id = submit(served, keys["ana"], XSS)
     post_id = submit(served, keys["ana"], FIVE_G)  # the newest: on top of the screenshot
     page = context.new_page()
@@ -49,8 +49,8 @@ def test_sign_in_and_a_submitted_post_shows_with_its_candidates(context, served,
     x = item(page, xss_id)
     assert "<script>window.__xss = 1</script>" in x.locator(".post-text").inner_text()
     assert page.evaluate("window.__xss") is None
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=False)
+    screenshots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshots / "desk-queue.png"), full_page=False)
 
 
 def test_keyboard_confirm_records_actor_versions_signals_then_undo(context, served, keys, receiver):
