@@ -57,23 +57,41 @@ def writer_of(args: Any) -> Any:
     return Writer(tenant=check_tenant(args.tenant))
 
 
-def print_matches(result: Any, header: str | None = None) -> None:
-    if header:
-        print(header)
-    print(f"  language: {result.lang or '?'}   ({result.took_ms:.0f} ms)")
+#: what the number before each match is, said once above the matches
+CONFIDENCE_LEGEND = ("  confidence: the calibrated chance that the fact-check addresses the post "
+                     "(the fused score is in --json)")
+SCORE_LEGEND = "  [score]: the fused ranking score (this configuration has no confidence model)"
+
+
+def match_lines(result: Any) -> list[str]:
+    """A match result as the CLI prints it. Each match leads with its calibrated confidence, the
+    number a person can act on (0.97 means about 97 in 100 such matches address the post), where
+    the configuration has a confidence model; otherwise with the fused score in brackets, which
+    only orders the matches. A legend line says which."""
+    lines = [f"  language: {result.lang or '?'}   ({result.took_ms:.0f} ms)"]
     image = getattr(result, "image", None)
     if image is not None:
         text = " ".join(((image.get("ocr") or {}).get("text") or "").split())
-        print(f"  text read from the image: {text!r}" if text else "  text read from the image: none")
+        lines.append(f"  text read from the image: {text!r}" if text else "  text read from the image: none")
     if not result.matches:
-        print("  no matches")
+        lines.append("  no matches")
+    calibrated = bool(result.matches) and all(m.get("confidence") is not None for m in result.matches)
+    if result.matches:
+        lines.append(CONFIDENCE_LEGEND if calibrated else SCORE_LEGEND)
     for m in result.matches:
         extra = ", ".join(x for x in (m.get("lang"), m.get("rating"), m.get("url")) if x)
-        print(f"  {m['rank']:>2}. [{m['score']:.4f}] {m['claim']}" + (f"  ({extra})" if extra else ""))
+        lead = f"{m['confidence']:.3f}" if calibrated else f"[{m['score']:.4f}]"
+        lines.append(f"  {m['rank']:>2}. {lead} {m['claim']}" + (f"  ({extra})" if extra else ""))
         if image is not None:
-            print(f"      found by: {signal_words(m.get('signals') or [])}")
-    for note in result.notes:
-        print(f"  note: {note}")
+            lines.append(f"      found by: {signal_words(m.get('signals') or [])}")
+    lines += [f"  note: {note}" for note in result.notes]
+    return lines
+
+
+def print_matches(result: Any, header: str | None = None) -> None:
+    if header:
+        print(header)
+    print("\n".join(match_lines(result)))
 
 
 def signal_words(signals: list[dict[str, Any]]) -> str:

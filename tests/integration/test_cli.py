@@ -8,6 +8,7 @@ import pytest
 from plugin.errors import NotFound
 from plugin.settings import Settings
 
+from cli.common import CONFIDENCE_LEGEND
 from cli.main import main
 from tests.integration.conftest import LOCAL_LLM, wait_for
 from tests.conftest import FIXTURES, ROOT, SAMPLES
@@ -62,6 +63,12 @@ def test_init_ingest_match_json(capsys, cli_alias, embedder):
     assert set(body["matches"][0]) >= {"id", "score", "rank", "claim", "title", "url", "lang",
                                        "published_at", "rating"}
     assert body["fusion"] == "client"  # FACTSIEVE_SERVER_FUSION is off: the path that fused
+    # the text output leads each match with its calibrated confidence, as the JSON gives it
+    code, text, _ = run(capsys, "match", "The new Covid-19 vaccines will permanently alter the DNA of everyone who gets the shot",
+                        "-k", "3")
+    assert code == 0 and CONFIDENCE_LEGEND in text
+    first = body["matches"][0]
+    assert f" 1. {first['confidence']:.3f} {first['claim']}" in text and f"{first['score']:.4f}" not in text
     # --fusion both: each path's matches, saying which path fused them (crosslingual
     # hybrid-rrf weighs both sub-queries alike, so it fits a hybrid query's RRF)
     if os.environ.get("FACTSIEVE_OS_NEURAL") != "0":
@@ -307,7 +314,7 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
     # the image post: its text read, and the fact-check found by the same image and by that text
     image = out[out.index("An image post with no text of its own"):]
     assert "text read from the image: 'Lab Account @lab_account Russian flag flies at Texas Capitol" in image
-    assert re.search(r" 1\. \[[0-9.]+\] A Russian flag was flown at the Texas State Capitol.*\n"
+    assert re.search(r" 1\. (?:[01]\.\d{3}|\[[0-9.]+\]) A Russian flag was flown at the Texas State Capitol.*\n"
                      r"      found by: same image \(distance \d+\), ocr\n", image), image
     # and the sample posts wait in the desk's queue, with a key to sign in with
     assert "the desk: http://127.0.0.1:8000/desk/  (3 sample posts newly queued" in out, out
