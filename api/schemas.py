@@ -525,6 +525,16 @@ class Decision(Scored):
     signals: dict[str, Any] = Field(default_factory=dict)
 
 
+class ReviewImage(Response):
+    sha256: str
+    width: int
+    height: int
+    ocr_text: str = Field(description="the text read from the image (empty when none was read)")
+    thumbnail: dict[str, int] | None = Field(
+        default=None, description="the size of the desk's thumbnail (a JPEG FactSieve re-encoded, "
+                                  "shown on the desk's page of the item), or null")
+
+
 class ReviewItem(Response):
     post_id: str
     text: str
@@ -539,6 +549,7 @@ class ReviewItem(Response):
     config: str | None = None
     versions: dict[str, Any] = Field(default_factory=dict)
     candidates: list[Candidate]
+    image: ReviewImage | None = Field(default=None, description="the post's image, for an image post")
     version: str = Field(description="send it back with a decision (optimistic concurrency)")
     decisions: list[Decision] | None = None
 

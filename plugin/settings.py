@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     #: request; each request starts the time again. The session lives in Redis, so signing out or
     #: revoking the key ends it at once.
     desk_session_ttl_s: int = Field(default=8 * 3600, ge=60)
+    #: The desk folds a candidate under "n more" when its confidence is below this share of the
+    #: top candidate's (0.2: a 0.9 top folds what is under 0.18), so that a reviewer sees what is
+    #: likely; ``m`` or a click unfolds them. 0 folds nothing.
+    desk_fold_ratio: float = Field(default=0.2, ge=0, le=1)
     #: Per tenant: at most this many jobs queued or running at once; the next is a 429
     #: (``plugin.service.admission``).
     tenant_max_active_jobs: int = Field(default=200, ge=1)

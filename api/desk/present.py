@@ -220,6 +220,29 @@ def any_count(by_lang: Mapping[str, int]) -> int:
     return sum(by_lang.values())
 
 
+def shown_count(candidates: list[Mapping[str, Any]], ratio: float) -> int:
+    """How many of an item's candidates (in rank order) the desk shows unfolded: all up to the
+    first whose confidence is below ``ratio`` × the top candidate's; the rest are folded under
+    "n more". The first is always shown; without confidences (a configuration without a
+    confidence model) nothing is folded, as nothing says what is unlikely."""
+    top = candidates[0].get("confidence") if candidates else None
+    if top is None or ratio <= 0:
+        return len(candidates)
+    for i, c in enumerate(candidates[1:], start=1):
+        if c.get("confidence") is not None and c["confidence"] < ratio * top:
+            return i
+    return len(candidates)
+
+
+def caption(item: Mapping[str, Any]) -> str:
+    """An image post's own text: its item's text is the caption, then the text read from the
+    image (``plugin.search.image_query.post_text``), which the desk shows beside the image."""
+    text, read = item.get("text") or "", ((item.get("image") or {}).get("ocr_text") or "").strip()
+    if read and text.rstrip().endswith(read):
+        return text.rstrip()[:-len(read)].strip()
+    return text
+
+
 def confidence_text(value: Any) -> str:
     return "unknown" if value is None else f"{float(value):.2f}"
 

@@ -142,8 +142,9 @@ def error_page(exc: FactSieveError) -> Response:
 @desk.context_processor
 def page_context() -> dict[str, Any]:
     found = current_app.extensions.get("factsieve")  # absent where templates render alone (tests)
-    return {"desk_session": g.get("desk"), "p": p,
-            "note_max": (found.settings if found else Settings()).review_note_max_chars}
+    settings = found.settings if found else Settings()
+    return {"desk_session": g.get("desk"), "p": p, "note_max": settings.review_note_max_chars,
+            "fold_ratio": settings.desk_fold_ratio}
 
 
 # -- sign-in, sign-out --------------------------------------------------------------------------------
@@ -246,6 +247,17 @@ def item_page(post_id: str) -> Response:
     found = services().review.item(session().tenant, post_id)
     return make_response(render_template("item.html", item=found, here=request.full_path.rstrip("?"),
                                          decisions=found.get("decisions", []), with_note=True))
+
+
+@desk.get("/images/<path:post_id>")
+def item_image(post_id: str) -> Response:
+    """An image post's thumbnail: a JPEG the worker re-encoded from the decoded pixels (never
+    the sent file, never a remote URL), served from the desk's own origin, which is all its
+    CSP's ``img-src 'self'`` lets the page load; the tenant's items only."""
+    resp = make_response(services().review.thumbnail(session().tenant, post_id))
+    resp.headers["Content-Type"] = "image/jpeg"
+    resp.headers["Content-Disposition"] = "inline"
+    return resp
 
 
 @desk.get("/search")

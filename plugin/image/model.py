@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plugin.image.thumb import Thumbnail
+
 #: PDQ hashes are 256 bits, written as 64 hex digits; stored also as 16 chunks of 16 bits
 #: (``pdq_c0`` … ``pdq_c15``, four hex digits each) for candidate selection, and as four signed
 #: 64-bit words (``pdq_w0`` … ``pdq_w3``) for exact Hamming scoring in OpenSearch.
@@ -51,6 +53,9 @@ class ImageAnalysis:
     #: OCR texts to agree
     text_heavy: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: a small JPEG of the image for the desk (``plugin.image.thumb``), made for a post or a
+    #: query (``analyse(query=True)``), never for a stored fact-check; not in ``to_dict``
+    thumbnail: Thumbnail | None = field(default=None, repr=False, compare=False)
 
     def to_source(self) -> dict[str, Any]:
         """The stored ``image`` field of a fact-check (never the pixels, never EXIF)."""

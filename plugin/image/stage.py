@@ -26,6 +26,7 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
     Raises what :func:`plugin.image.decode.decode` and :meth:`Reader.read` raise."""
     from plugin.image import pdq as pdq_mod
     from plugin.image.decode import decode
+    from plugin.image.thumb import thumbnail
 
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -55,4 +56,4 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
         sha256=decoded.sha256, width=decoded.width, height=decoded.height, format=decoded.format,
         pdq=pdq, query_hashes=query_hashes if pdq is not None else (), ocr=read,
         text_heavy=read is not None and read.text_share >= settings.image_text_heavy_share,
-        timings_ms=timings)
+        timings_ms=timings, thumbnail=thumbnail(decoded.image) if query else None)

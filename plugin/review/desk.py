@@ -9,11 +9,12 @@ fails, never overwrites) and the decisions are appended to the ``decisions`` ali
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import (BackendError, Conflict, ContentTooLarge, DecisionConflict,
                            InvalidRequest, NotFound)
@@ -25,6 +26,9 @@ from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, 
                                  next_status, superseded, training_pairs)
 from plugin.review.rules import TenantRules
 from plugin.settings import Settings
+
+if TYPE_CHECKING:
+    from plugin.image.model import ImageAnalysis
 
 #: what a decision may carry; anything else is a 422 naming the field
 DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
@@ -83,7 +87,7 @@ class ReviewDesk:
     # -- items ----------------------------------------------------------------------------------
     def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
                     post_date: str | None, source_url: str | None, result: dict[str, Any],
-                    versions: dict[str, Any]) -> bool:
+                    versions: dict[str, Any], image: ImageAnalysis | None = None) -> bool:
         """A pending item for a matched post; without matches too, with ``candidates: []`` (a
         reviewer answers "none of these", "not a claim" or matches one by hand). A post matched
         again (a resubmission, a redelivered job) refreshes a pending item's candidates and
@@ -100,7 +104,7 @@ class ReviewDesk:
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
                            date=post_date, source_url=source_url, config=result.get("config"),
-                           versions=versions, candidates=cands, created_at=self.clock())
+                           versions=versions, candidates=cands, created_at=self.clock(), image=image)
         try:
             self.store.put(self.items, doc_id, body, create=True)
             return True
@@ -130,6 +134,17 @@ class ReviewDesk:
             raise NotFound(f"no review item for post {post_id[:200]!r}")
         return {**_public(hit["_source"]), "version": version_token(hit),
                 "decisions": self.decisions_for(tenant, post_id)}
+
+    def thumbnail(self, tenant: str, post_id: str) -> bytes:
+        """The desk's thumbnail of an item's image (JPEG bytes FactSieve encoded); ``NotFound``
+        for another tenant's item, an unknown one, or one without an image."""
+        self.ensure()
+        found = self.store.mget(self.items, [item_id(tenant, post_id)],
+                                source=["tenant", "image_thumbnail"]).get(item_id(tenant, post_id))
+        src = found["_source"] if found is not None else {}
+        if src.get("tenant") != tenant or not src.get("image_thumbnail"):
+            raise NotFound(f"no image for post {post_id[:200]!r}")
+        return base64.b64decode(src["image_thumbnail"])
 
     def queue(self, tenant: str, *, status: str | None = "pending", lang: str | None = None,
               min_confidence: float | None = None, max_confidence: float | None = None,
@@ -350,7 +365,7 @@ class ReviewDesk:
 #: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
 _ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
                 "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
-                "last_decision")
+                "last_decision", "image")
 
 
 def _status(info: Mapping[str, Any]) -> int | None:

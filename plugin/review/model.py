@@ -6,11 +6,15 @@ an item (the API, the desk page, the auto rules of the next issue) goes through 
 """
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    from plugin.image.model import ImageAnalysis
 
 #: how many of a post's matches a review item keeps: the ones a reviewer can confirm by key (1–5)
 MAX_CANDIDATES = 5
@@ -138,14 +142,29 @@ def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
 
 def item_record(*, tenant: str, post_id: str, text: str, lang: str | None, date: str | None,
                 source_url: str | None, config: str | None, versions: Mapping[str, Any],
-                candidates: list[dict[str, Any]], created_at: str) -> dict[str, Any]:
+                candidates: list[dict[str, Any]], created_at: str,
+                image: ImageAnalysis | None = None) -> dict[str, Any]:
     """A new pending review item (its stored body). Without candidates its ``confidence`` is
     ``None``: the queue sorts it after every scored item and no confidence filter selects it."""
     top = candidates[0]["confidence"] if candidates else None
     return {"post_id": post_id, "tenant": tenant, "text": text, "lang": lang, "date": date,
             "source_url": source_url, "status": ReviewStatus.PENDING.value, "confidence": top,
             "created_at": created_at, "decided_at": None, "decided_by": None, "config": config,
-            "versions": dict(versions), "candidates": candidates, "last_decision": None}
+            "versions": dict(versions), "candidates": candidates, "last_decision": None,
+            **image_fields(image)}
+
+
+def image_fields(image: ImageAnalysis | None) -> dict[str, Any]:
+    """What an item keeps of its post's image: ``image``, its identity and the text read from it
+    (shown by the API and the desk), and ``image_thumbnail``, the desk's small JPEG (base64),
+    which only the desk's image route reads. Both ``None`` for a post without an image."""
+    if image is None:
+        return {"image": None, "image_thumbnail": None}
+    thumb = image.thumbnail
+    return {"image": {"sha256": image.sha256, "width": image.width, "height": image.height,
+                      "ocr_text": image.ocr.text if image.ocr is not None else "",
+                      "thumbnail": None if thumb is None else {"width": thumb.width, "height": thumb.height}},
+            "image_thumbnail": None if thumb is None else base64.b64encode(thumb.data).decode("ascii")}
 
 
 def candidate(item: Mapping[str, Any], factcheck_id: str) -> dict[str, Any] | None:

@@ -139,7 +139,7 @@ def run_post(services: Services, job: dict[str, Any],
     best = best_score(result["matches"])
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
-                                post.get("url"), result, versions_of(matcher, matched))
+                                post.get("url"), result, versions_of(matcher, matched), image=image)
     auto_confirm(services, tenant, post["id"], result)  # above the tenant's tier, when opted in
     deliveries = []
     for sub in services.webhooks.all(tenant):

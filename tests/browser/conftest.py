@@ -116,12 +116,14 @@ def sign_in(page, key: str) -> None:
 
 
 def submit(base: str, key: str, text: str, **extra: Any) -> str:
-    """POST a post; wait until its job succeeded; returns its id."""
+    """POST a post (``extra``: more of its fields, e.g. ``image``); wait until its job succeeded
+    and its item is in the queue; returns its id."""
     post_id = f"post-{uuid.uuid4().hex[:8]}"
     headers = {"Authorization": f"Bearer {key}"}
-    resp = requests.post(f"{base}/v1/posts", json={"id": post_id, "text": text, "date": "2020-05-01",
-                                                    "url": "https://social.example.com/p/1", **extra},
-                         headers=headers, timeout=30)
+    body = {"id": post_id, "date": "2020-05-01", "url": "https://social.example.com/p/1", **extra}
+    if text:  # an image post may have no text of its own
+        body["text"] = text
+    resp = requests.post(f"{base}/v1/posts", json=body, headers=headers, timeout=30)
     assert resp.status_code == 202, resp.text
     job = resp.json()["job_id"]
 

@@ -223,3 +223,73 @@ def test_the_queue_says_when_new_posts_arrive(context, served, keys):
     submit(served, keys["ana"], "Masks cause carbon dioxide poisoning, doctors warn")
     answer = page.request.get(poll).text()
     assert "1 new post since this page was drawn" in answer and "Show them" in answer
+
+
+def test_an_image_post_shows_its_image_from_the_desk_beside_the_text_read(context, served, keys, screenshots):
+    import base64
+
+    from tests.image_drawing import card, encode
+
+    words = "5G MASTS SPREAD COVID"
+    data = encode(card(words, size=(900, 500), pt=56))
+    post_id = submit(served, keys["ana"], "", image=base64.b64encode(data).decode())
+    page = context.new_page()
+    seen_urls: list[str] = []
+    page.on("request", lambda r: seen_urls.append(r.url))
+    sign_in(page, keys["ana"])
+    it = item(page, post_id)
+    img = it.locator("figure.post-image img")
+    img.wait_for()
+    img.scroll_into_view_if_needed()
+    page.wait_for_function("(el) => el.complete && el.naturalWidth > 0", arg=img.element_handle())
+    src = img.get_attribute("src")
+    assert src.startswith("/desk/images/")
+    width, height = page.evaluate("(el) => [el.naturalWidth, el.naturalHeight]", img.element_handle())
+    assert width == 320 and 0 < height < 320  # the thumbnail, not the 900 × 500 original
+    assert "5G MASTS" in it.locator(".ocr-text").inner_text().upper()
+    assert "no text of its own" in it.locator(".post-text").inner_text()
+    # the browser loaded nothing from anywhere but the desk's origin
+    assert all(u.startswith(served) for u in seen_urls), seen_urls
+    # the thumbnail is the tenant's: another tenant's session gets a 404, no session the sign-in
+    other = context.browser.new_context(base_url=served)
+    try:
+        p2 = other.new_page()
+        sign_in(p2, keys["cy"])
+        assert p2.request.get(src).status == 404
+    finally:
+        other.close()
+    got = requests.get(f"{served}{src}", allow_redirects=False, timeout=30)
+    assert got.status_code == 303 and "/desk/signin" in got.headers["Location"]
+    resp = page.request.get(src)
+    assert resp.headers["content-type"] == "image/jpeg" and resp.headers["x-content-type-options"] == "nosniff"
+    assert "img-src 'self'" in resp.headers["content-security-policy"]
+    it.screenshot(path=str(screenshots / "desk-image-post.png"))
+
+
+def test_unlikely_candidates_are_folded_and_m_unfolds_them(context, served, keys):
+    post_id = submit(served, keys["ana"], FIVE_G + " (folding)")
+    cands = review(served, keys["ana"], post_id)["candidates"]
+    from api.desk.present import shown_count
+    from plugin.settings import Settings
+
+    shown = shown_count(cands, Settings().desk_fold_ratio)
+    assert 0 < shown < len(cands), f"this post's candidates fold nothing: {[c['confidence'] for c in cands]}"
+    page = context.new_page()
+    sign_in(page, keys["ana"])
+    it = item(page, post_id)
+    more = it.locator("details.more")
+    assert more.locator("summary").inner_text() == f"{len(cands) - shown} more, far less likely"
+    visible = it.locator("li.candidate:visible")
+    assert visible.count() == shown
+    folded = more.locator("li.candidate").first
+    assert not folded.is_visible()
+    # a folded candidate's key does nothing while it is folded (a key clicks only what is shown)
+    it.focus()
+    if shown + 1 <= 5:
+        page.keyboard.press(str(shown + 1))
+        time.sleep(0.3)
+        assert item(page, post_id).get_attribute("data-status") == "pending"
+    page.keyboard.press("m")
+    assert folded.is_visible() and visible.count() == len(cands)
+    page.keyboard.press("m")
+    assert not folded.is_visible()

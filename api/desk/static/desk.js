@@ -1,7 +1,9 @@
 /* The desk's keyboard and focus handling (no build step; htmx does the requests).
    j/k move between posts, 1-5 confirm candidate n, x none of these, n not a claim, r reject all,
-   u undo the last decision made on this page, / search for a manual match, Esc leaves a field.
-   A key only clicks a button the page shows, so a key does exactly what the button does.
+   u undo the last decision made on this page, / search for a manual match, m shows or folds the
+   less likely candidates, Esc leaves a field.
+   A key only clicks a button the page shows (not one folded away), so a key does exactly what
+   the button does.
    The queue page has one manual-search panel, moved under the item it is opened for, and an
    item's note field is made when asked for: 50 items' worth of them would slow the page. */
 (function () {
@@ -43,8 +45,15 @@
   function press(it, key) {
     if (!it) { return false; }
     var b = it.querySelector('button[data-key="' + key + '"]');
-    if (b && !b.disabled) { b.click(); return true; }
+    if (b && !b.disabled && !b.closest("details:not([open])")) { b.click(); return true; }
     return false;
+  }
+
+  function toggleMore(it) {
+    var more = it ? it.querySelector("details.more") : null;
+    if (!more) { return false; }
+    more.open = !more.open;
+    return true;
   }
 
   function openManual(it) {
@@ -116,6 +125,7 @@
       case "u":
         done = press(last ? document.getElementById(last) : null, "u") || press(it, "u"); break;
       case "/": done = openManual(it); break;
+      case "m": done = toggleMore(it); break;
       default: done = false;
     }
     if (done) { e.preventDefault(); }

@@ -21,7 +21,7 @@ class FakeReview:
     def __init__(self):
         self.items = []
 
-    def record_item(self, *args):
+    def record_item(self, *args, image=None):
         self.items.append(args)
 
 

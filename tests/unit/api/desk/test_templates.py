@@ -101,3 +101,33 @@ def test_an_item_without_candidates_offers_none_not_a_claim_and_a_manual_match(r
     assert 'value="reject"' not in html and 'value="none"' in html and 'value="not_a_claim"' in html
     assert "Match by hand" in html
     assert '&amp;top="' in html  # its bulk checkbox names no top candidate (bulk confirm skips it)
+
+
+def test_an_image_post_shows_its_thumbnail_from_the_desk_and_the_text_read_escaped(render):
+    read = '<img src=x onerror=alert(2)> 5G MASTS'
+    html = render("_item.html", item=item(text=f"see this\n{read}", image={
+        "sha256": "ab" * 32, "width": 1200, "height": 800, "ocr_text": read,
+        "thumbnail": {"width": 320, "height": 213}}))
+    imgs = [line for line in html.splitlines() if "<img" in line]
+    assert len(imgs) == 1 and 'src="/desk/images/p-%3Cb%3E1%3C/b%3E%22"' in imgs[0]
+    assert 'width="320" height="213"' in imgs[0] and "onerror" not in imgs[0]
+    assert "&lt;img src=x onerror=alert(2)&gt; 5G MASTS" in html  # the text read, as text
+    assert '<blockquote class="post-text" lang="en">see this</blockquote>' in html  # the caption alone
+
+
+def test_an_image_post_without_a_thumbnail_shows_its_text_only(render):
+    html = render("_item.html", item=item(image={"sha256": "ab" * 32, "width": 1, "height": 1,
+                                                   "ocr_text": "", "thumbnail": None}))
+    assert "/desk/images/" not in html
+
+
+def test_far_less_likely_candidates_are_folded_under_n_more(render):
+    base = item()["candidates"][0]
+    cands = [{**base, "factcheck_id": f"fc{i}", "claim": f"claim {i}", "confidence": c}
+             for i, c in enumerate((0.93, 0.41, 0.05, 0.01), start=1)]
+    html = render("_item.html", item=item(candidates=cands), fold_ratio=0.2)
+    shown, folded = html.split('<details class="more">')
+    assert "claim 1" in shown and "claim 2" in shown and "claim 3" not in shown
+    assert "2 more, far less likely" in folded and "claim 3" in folded and "claim 4" in folded
+    assert '<ol class="candidates" start="3"' in folded and 'data-key="3"' in folded  # numbered on
+    assert "<details" not in render("_item.html", item=item(candidates=cands), fold_ratio=0.0)
