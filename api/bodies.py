@@ -8,21 +8,31 @@ only a further read raises), so ``request.get_data()`` handed back the first 16 
 upload as if it were all of it. Here a body is read up to one byte past the limit, and that byte
 decides. Every route that reads a body comes through ``read_body``; nothing else touches
 ``request.stream``, ``get_data``, ``data``, ``json``, ``form`` or ``files``.
+
+Parsing has limits too, and each is a client error, never a 500: more than ``MAX_FORM_FIELDS``
+form fields (``parse_qsl`` raises a bare ``ValueError``) or ``MAX_FORM_PARTS`` multipart parts is a
+413; JSON nested deeper than the parser's limit, or holding a lone surrogate (``"\\ud800"``, which
+no store can encode), is a 400 (``parse_json``, the one JSON reader of every route).
 """
 from __future__ import annotations
 
 import io
-from typing import IO
+from typing import IO, Any
 from urllib.parse import parse_qsl
 
 from flask import request
 from werkzeug.datastructures import MultiDict
 
-from plugin.errors import ContentTooLarge, UnsupportedContentType
+from plugin.errors import BadInput, ContentTooLarge, UnsupportedContentType
 
-__all__ = ["has_body", "read_body", "read_form", "read_limited", "read_multipart", "too_large"]
+__all__ = ["MAX_FORM_FIELDS", "MAX_FORM_PARTS", "has_body", "parse_form", "parse_json", "read_body",
+           "read_form", "read_limited", "read_multipart", "too_large"]
 
 _CHUNK = 64 * 1024
+#: the most fields one urlencoded form may have (the desk's largest, a bulk pick, is 200)
+MAX_FORM_FIELDS = 10_000
+#: the most parts one multipart body may have
+MAX_FORM_PARTS = 1000
 
 
 def too_large(limit: int, setting: str) -> ContentTooLarge:
@@ -71,8 +81,34 @@ def read_form(limit: int, setting: str) -> MultiDict[str, str]:
         raise UnsupportedContentType(f"send the form as application/x-www-form-urlencoded, not "
                                      f"{request.mimetype or 'no content type'!r}")
     raw = read_body(limit, setting) if has_body() else b""
-    return MultiDict(parse_qsl(raw.decode("utf-8", errors="replace"), keep_blank_values=True,
-                               max_num_fields=10_000))
+    return parse_form(raw)
+
+
+def parse_form(raw: bytes) -> MultiDict[str, str]:
+    """An urlencoded body's fields (pure). Over ``MAX_FORM_FIELDS`` is a 413 naming the limit:
+    ``parse_qsl`` says so with a plain ``ValueError``, which reached the client as a 500."""
+    try:
+        pairs = parse_qsl(raw.decode("utf-8", errors="replace"), keep_blank_values=True,
+                          max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:
+        raise ContentTooLarge(f"the form has more than {MAX_FORM_FIELDS:,} fields; nothing was "
+                              f"read") from None
+    return MultiDict(pairs)
+
+
+def parse_json(raw: bytes) -> Any:
+    """A JSON body parsed (pure), or a 400 naming why: the one JSON reader of every route.
+
+    pydantic-core's parser, the one models validate with: it stops at a nesting depth of 200
+    (``json.loads`` raised ``RecursionError`` at ~1000 and the route answered 500), refuses a
+    lone surrogate escape (``json.loads`` accepted ``"\\ud800"``, which the store then could not
+    encode: another 500) and ``NaN``/``Infinity``, which are not JSON."""
+    from pydantic_core import from_json
+
+    try:
+        return from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        raise BadInput(f"the body is not valid JSON: {str(exc)[:200]}") from None
 
 
 def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, bytes]]:
@@ -84,7 +120,7 @@ def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[
     raw = read_body(limit, setting)
     if "boundary" not in request.mimetype_params:
         raise UnsupportedContentType("a multipart/form-data body needs its boundary parameter")
-    parser = FormDataParser(max_content_length=limit + 1, max_form_parts=1000)
+    parser = FormDataParser(max_content_length=limit + 1, max_form_parts=MAX_FORM_PARTS)
     _, form, files = parser.parse(io.BytesIO(raw), "multipart/form-data", len(raw),
                                   dict(request.mimetype_params))
     parts = {}

@@ -17,7 +17,8 @@ from plugin.service.keys import Scope
 
 from api.schemas import Problem
 
-_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content", 400: "Bad request",
+_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content",
+                207: "Partly recorded: some of the batch was not (listed)", 400: "Bad request",
                 401: "Missing or unknown API key", 403: "The key's scope does not allow this",
                 404: "Not found", 409: "Conflict", 413: "Body too large",
                 415: "Unsupported media type", 422: "Invalid request", 429: "Rate limited",

@@ -70,14 +70,24 @@ def review_item(post_id: str) -> Response:
 
 @route("POST", "/v1/review/decisions", summary="Decide review items: one decision or a list",
        tag="review", scope=Scope.WRITE, raw_body=_DECISIONS_BODY, status=201,
-       response=s.DecisionsOut, errors=(404, 409),
+       response=s.DecisionsOut, errors=(404, 409), also={207: s.DecisionsOut},
        description="Everything is checked before anything is written: a bad decision anywhere in "
                    "the list (422), an unknown post or fact-check (404), an item another reviewer "
                    "decided first or that changed since `version` (409, its body carries that "
-                   "`decision`), a list over the limit (413) record nothing. The actor is the API "
-                   "key's name. `match.confirmed`, `match.rejected` and `match.undone` webhooks follow.")
+                   "`decision`), a list over the limit (413) record nothing. The items are then "
+                   "written one by one over the versions read (the store has no transaction): "
+                   "when another request moves some of them in between, the rest are still "
+                   "recorded and the answer is **207** with `partial: true`, `decisions` (what "
+                   "was recorded) and `not_recorded` (each item that was not, why, and the "
+                   "decision that won); when it moves all of them, a 409 that records nothing. "
+                   "So 201 means all recorded, 207 some (listed), 409 none. The actor is the API "
+                   "key's name. `match.confirmed`, `match.rejected` and `match.undone` webhooks "
+                   "follow for what was recorded.")
 def review_decide() -> Response:
     body = read_json_value()
     decisions = body if isinstance(body, list) else [body]
-    recorded = services().review.decide(g.api_key.tenant, g.api_key.name, decisions, origin="api")
-    return reply(s.DecisionsOut(decisions=[s.Decision.model_validate(d) for d in recorded]), 201)
+    done = services().review.decide_batch(g.api_key.tenant, g.api_key.name, decisions, origin="api")
+    return reply(s.DecisionsOut(decisions=[s.Decision.model_validate(d) for d in done.recorded],
+                                partial=done.partial,
+                                not_recorded=[s.NotRecorded.model_validate(n) for n in done.not_recorded]),
+                 207 if done.partial else 201)

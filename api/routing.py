@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +19,7 @@ from plugin.service.keys import Scope, client_address
 from plugin.service.services import Services
 
 from api import schemas as s
-from api.bodies import has_body, read_body, read_multipart
+from api.bodies import has_body, parse_json, read_body, read_multipart
 from api.openapi import Api, Operation
 
 bp = Blueprint("api", __name__)
@@ -120,11 +119,8 @@ def read_json_bytes(limit: int | None = None, setting: str = "FACTSIEVE_MAX_JSON
 
 def read_json_value() -> Any:
     """The request's JSON body parsed, for a route that validates it in the domain (400 when it
-    is not JSON)."""
-    try:
-        return json.loads(read_json_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"the body is not valid JSON: {str(exc)[:200]}") from None
+    is not JSON: ``api.bodies.parse_json``, the same parser ``read_json``'s models use)."""
+    return parse_json(read_json_bytes())
 
 
 def read_json(model: type[BaseModel], limit: int | None = None,

@@ -562,5 +562,18 @@ class ReviewQueue(Response):
                     "filters applied")
 
 
+class NotRecorded(Response):
+    post_id: str
+    reason: str = Field(description="why it was not recorded: another request decided the item "
+                                    "between this request's read and its write")
+    decision: Decision | None = Field(default=None, description="the decision that won, if any")
+
+
 class DecisionsOut(Response):
-    decisions: list[Decision]
+    """201: every decision recorded. 207: a race found while writing recorded only some of the
+    batch (``partial: true``); ``not_recorded`` names each item that was not and why."""
+
+    decisions: list[Decision] = Field(description="the decisions recorded (their webhooks sent)")
+    partial: bool = Field(default=False, description="true (status 207) when some of the batch "
+                                                     "was not recorded")
+    not_recorded: list[NotRecorded] = Field(default_factory=list)

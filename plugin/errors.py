@@ -146,14 +146,19 @@ class Conflict(FactSieveError):
 
 class DecisionConflict(Conflict):
     """A review item was decided by someone else first (or changed since the version the caller
-    read): the problem body carries that ``decision``, and ``recorded``, the batch's decisions
-    that did go through (a race found while writing; checks before writing record none)."""
+    read): the problem body carries that ``decision``. Found while checking, before anything is
+    written: nothing of the batch was recorded. Found while writing (``recorded`` and
+    ``not_recorded`` say which items went through and which did not): the API answers a partial
+    batch with 207 instead (``plugin.review.desk.Decided``) and raises this only for a batch
+    of which nothing was recorded, so a 409 always means "nothing recorded"."""
 
     def __init__(self, detail: str, *, decision: dict[str, Any] | None,
-                 recorded: list[dict[str, Any]] | None = None, **kw: Any) -> None:
+                 recorded: list[dict[str, Any]] | None = None,
+                 not_recorded: list[dict[str, Any]] | None = None, **kw: Any) -> None:
         super().__init__(detail, **kw)
         self.decision = decision
         self.recorded = recorded or []
+        self.not_recorded = not_recorded or []
 
     def to_problem(self) -> dict[str, Any]:
         return {**super().to_problem(), "decision": self.decision, "recorded": self.recorded}

@@ -8,10 +8,11 @@ a candidate's signals become the one line that says why it matched. Bad values a
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from plugin.errors import BadInput
 
@@ -62,6 +63,52 @@ def queue_args(args: Mapping[str, str], now: datetime, *, status: str = PENDING)
     if args.get("cursor"):
         out["cursor"] = args["cursor"]
     return out
+
+
+def bulk_message(confirm: bool, asked: int, recorded: list[dict[str, Any]],
+                 not_recorded: list[dict[str, Any]], skipped: int) -> str:
+    """What the queue says after a bulk decision (pure): how many were recorded, and when a race
+    kept some from being recorded (the API's 207), how many and which, and who decided them."""
+    verb = "confirmed the top candidate of" if confirm else "rejected"
+    n = len(recorded)
+    out = f"You {verb} {n} item{'s' if n != 1 else ''}"
+    if not_recorded:
+        names = ", ".join(f"{short(x['post_id'], 40)!r}"
+                          + (f" ({x['decision']['actor']})" if x.get("decision") else "")
+                          for x in not_recorded[:5])
+        more = f" and {len(not_recorded) - 5} more" if len(not_recorded) > 5 else ""
+        out += (f" of {asked}. {len(not_recorded)} {'were' if len(not_recorded) != 1 else 'was'} "
+                f"not recorded: someone decided {'them' if len(not_recorded) != 1 else 'it'} "
+                f"first: {names}{more}")
+    out += "."
+    if skipped:
+        out += f" {skipped} had no candidate to confirm and stay pending."
+    return out
+
+
+#: the longest return path a form may carry (a queue URL with every filter and a cursor fits)
+MAX_TARGET = 2000
+
+
+def local_target(target: str | None) -> str | None:
+    """``target`` as a clean path on the desk, else ``None`` (pure). Clean: ``/desk`` itself or
+    below it (``/desk/``, ``/desk?…``; not ``/desks``), at most ``MAX_TARGET`` characters, no
+    backslash, no whitespace and above all no control or format character (Unicode category
+    ``C*``): a CR or LF in a ``Location`` header makes werkzeug raise, and the desk answered 500
+    *after* recording the decision the form carried. Other non-ASCII characters (an item page
+    of a post id in Cyrillic) come back percent-encoded, so the header is plain ASCII."""
+    if not target or len(target) > MAX_TARGET or not target.startswith("/desk"):
+        return None
+    if target[5:6] not in ("", "/", "?", "#") or "\\" in target:
+        return None
+    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in target):
+        return None
+    return quote(target, safe=_URL_SAFE)
+
+
+#: what ``local_target`` leaves as it is: printable ASCII but the space (and ``%``, so an
+#: already-encoded target is not encoded twice)
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7f))
 
 
 def filter_state(args: Mapping[str, str]) -> dict[str, str]:

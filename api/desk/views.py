@@ -6,6 +6,7 @@ do not take HTML, which get the API's problem+json.
 """
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,10 +28,12 @@ from api.desk import present as p
 from api.desk.sessions import (
     COOKIE,
     SIGNIN_COOKIE,
+    SIGNIN_TTL_S,
     DeskSession,
     SessionStore,
+    SignInTokens,
     csrf_ok,
-    new_token,
+    same_origin,
 )
 from api.problems import problem_response, public_problem
 from plugin.errors import Conflict, FactSieveError, Forbidden, Unauthorized
@@ -38,6 +41,7 @@ from plugin.service.keys import client_address
 from plugin.service.services import Services
 from plugin.settings import Settings
 
+log = logging.getLogger("factsieve.desk")
 desk = Blueprint("desk", __name__, url_prefix="/desk", template_folder="templates",
                  static_folder="static")
 
@@ -149,10 +153,9 @@ def page_context() -> dict[str, Any]:
 
 # -- sign-in, sign-out --------------------------------------------------------------------------------
 def local_next(target: str | None) -> str:
-    """Where to go after signing in: a desk path only (never another site: ``//evil``)."""
-    if target and target.startswith("/desk") and not target.startswith("//") and "\\" not in target:
-        return target
-    return url_for("desk.queue")
+    """Where a form goes next: a clean desk path (``present.local_target``), else the queue.
+    Every route that writes computes it before writing (issue 35, item 3)."""
+    return p.local_target(target) or url_for("desk.queue")
 
 
 def set_cookie(resp: Response, name: str, value: str, max_age: int) -> None:
@@ -160,33 +163,55 @@ def set_cookie(resp: Response, name: str, value: str, max_age: int) -> None:
                     secure=request.is_secure)
 
 
-def signin_form(error: str | None = None, status: int = 200) -> Response:
-    token = new_token()
+def count_signin_attempt() -> None:
+    """One unauthenticated request against the client address's limit (429 past it): a sign-in
+    page (it stores a token), and every sign-in that fails, however it fails."""
+    svc = services()
+    svc.keys.hit_unauthenticated(client_address(
+        request.remote_addr, request.headers.get("X-Forwarded-For"), svc.settings.trust_x_forwarded_for))
+
+
+def signin_form(error: str | None = None, status: int = 200, next_url: str | None = None) -> Response:
     expired = request.args.get("expired") == "1" and not error
-    resp = make_response(render_template("signin.html", signin_token=token, error=error, expired=expired,
-                                         next=local_next(request.args.get("next") or (form().get("next") if request.method == "POST" else None))), status)
-    set_cookie(resp, SIGNIN_COOKIE, token, 600)
+    target = next_url or local_next(request.args.get("next"))
+    pre, token = SignInTokens(services().kv).issue()
+    resp = make_response(render_template("signin.html", signin_token=token, error=error,
+                                         expired=expired, next=target), status)
+    set_cookie(resp, SIGNIN_COOKIE, pre, SIGNIN_TTL_S)
     return resp
 
 
 @desk.get("/signin")
 def signin() -> Response:
+    count_signin_attempt()
     return signin_form()
 
 
 @desk.post("/signin")
 def signin_post() -> Response:
+    """Everything the answer needs is settled before the session is written: the form (a 413
+    past its field limit), where to go next, the origin, the token, the key. Every failure is
+    counted against the client address like a request with a bad API key."""
     svc = services()
-    if not csrf_ok(request.cookies.get(SIGNIN_COOKIE), form().get("signin_token")):
-        raise Forbidden("the sign-in form expired or was not sent from this page: reload it and sign in again")
     try:
-        key = svc.keys.authenticate((form().get("api_key") or "").strip() or None)
+        fields = form()
+        target = local_next(fields.get("next"))
+        if not same_origin(request.host, request.headers.get("Origin"),
+                           request.headers.get("Sec-Fetch-Site")):
+            raise Forbidden("sign in from the desk's own sign-in page: this form was posted from "
+                            "another site")
+        if not SignInTokens(svc.kv).consume(request.cookies.get(SIGNIN_COOKIE), fields.get("signin_token")):
+            raise Forbidden("the sign-in form expired, was used already, or was not sent from this "
+                            "page: reload it and sign in again")
+        key = svc.keys.authenticate((fields.get("api_key") or "").strip() or None)
     except Unauthorized as exc:
-        svc.keys.hit_unauthenticated(client_address(
-            request.remote_addr, request.headers.get("X-Forwarded-For"), svc.settings.trust_x_forwarded_for))
-        return signin_form(str(exc), 401)
+        count_signin_attempt()
+        return signin_form(str(exc), 401, target)
+    except FactSieveError:
+        count_signin_attempt()
+        raise
+    resp = redirect(target, 303)
     created = sessions().create(key)
-    resp = redirect(local_next(form().get("next")), 303)
     set_cookie(resp, COOKIE, created.token, svc.settings.desk_session_ttl_s)
     resp.delete_cookie(SIGNIN_COOKIE, path="/desk")
     return resp
@@ -289,9 +314,23 @@ def conflict_message(exc: Conflict) -> str:
     return f"{exc.detail} Your decision was not recorded."
 
 
+def after_write(what: str, fn: Any, *args: Any) -> Any:
+    """A step after a decision was recorded that only dresses the answer (a flash message, the
+    item read back to redraw it): its failure must not turn a recorded decision into a 5xx,
+    which the client reads as "not recorded" and retries into a 409. Logged; ``None``."""
+    try:
+        return fn(*args)
+    except FactSieveError as exc:
+        log.warning("after a recorded decision, %s failed: %s", what, exc.detail[:300])
+        return None
+
+
 @desk.post("/decide")
 def decide() -> Response:
+    """The answer's inputs (where to go back to) are computed before the decision is written,
+    and nothing after the write can fail the request (``after_write``)."""
     may_decide()
+    back = local_next(field("back"))
     record = p.decision(field("post_id"), form().get("choice"), field("version"), form().get("note"))
     tenant, review = session().tenant, services().review
     status, message = 200, None
@@ -301,11 +340,18 @@ def decide() -> Response:
         status, message, done = 409, conflict_message(exc), []
     if not is_htmx():
         if message:
-            sessions().flash(session().token, message)
-        return redirect(local_next(field("back")), 303)
-    fresh = review.item(tenant, record["post_id"])
-    resp = make_response(render_template("_item.html", item=fresh, conflict=message, just=done,
-                                         here=local_next(field("back"))), status)
+            after_write("the flash message", sessions().flash, session().token, message)
+        return redirect(back, 303)
+    fresh = after_write("reading the item back", review.item, tenant, record["post_id"])
+    if fresh is None:
+        resp = make_response(render_template("_message.html", problem={
+            "status": status, "title": "Recorded" if done else "Not recorded",
+            "detail": message or "your decision was recorded; reload the page to see the item"}), status)
+        resp.headers["HX-Retarget"] = "#messages"
+        resp.headers["HX-Reswap"] = "innerHTML"
+    else:
+        resp = make_response(render_template("_item.html", item=fresh, conflict=message, just=done,
+                                             here=back), status)
     if done:
         resp.headers["HX-Trigger"] = "desk-decided"
     return resp
@@ -314,12 +360,13 @@ def decide() -> Response:
 @desk.post("/bulk")
 def bulk() -> Response:
     may_decide()
+    back = local_next(form().get("back"))
     records, skipped = p.bulk_decisions(form().getlist("pick"), form().get("bulk"))
     try:
-        done = services().review.decide(session().tenant, session().name, records, origin=ORIGIN)
-        verb = "confirmed the top candidate of" if form().get("bulk") == "confirm_top" else "rejected"
-        left = (f" {len(skipped)} had no candidate to confirm and stay pending." if skipped else "")
-        sessions().flash(session().token, f"You {verb} {len(done)} item{'s' if len(done) != 1 else ''}.{left}")
+        done = services().review.decide_batch(session().tenant, session().name, records, origin=ORIGIN)
+        message = p.bulk_message(form().get("bulk") == "confirm_top", len(records), done.recorded,
+                                 done.not_recorded, len(skipped))
     except Conflict as exc:
-        sessions().flash(session().token, conflict_message(exc))
-    return redirect(local_next(form().get("back")), 303)
+        message = conflict_message(exc)
+    after_write("the flash message", sessions().flash, session().token, message)
+    return redirect(back, 303)

@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
 from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, NotFound
+from plugin.index.translate import _denied, _reason, _ssl_reason, failure_kind, root_causes
 from plugin.settings import Settings, redact_url
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,15 @@ class Store:
             raise NotFound(f"{what}: {_reason(exc)}") from exc
         except osx.TransportError as exc:
             status = exc.status_code if isinstance(exc.status_code, int) else 0
+            kind = failure_kind(exc)  # by the root causes, not the status (plugin.index.translate)
+            if kind is not None:  # neither names the index nor quotes OpenSearch's Java
+                verb = what.split(" ", 1)[0]
+                log.warning("OpenSearch refused %s (%s): %s", what, status, _reason(exc))
+                if kind == "input":
+                    raise BadInput(f"OpenSearch could not use this request's values ({verb}): "
+                                   f"{root_causes(exc)}") from exc
+                raise BackendError(f"OpenSearch failed this request on every shard ({verb}): "
+                                   f"{root_causes(exc)}") from exc
             if status == 429 or status >= 500:
                 raise BackendUnavailable(f"OpenSearch at {self.url} is overloaded or failing "
                                          f"({what}): {_reason(exc)}") from exc
@@ -418,42 +428,3 @@ def tls_options(settings: Settings, hosts: list[str]) -> dict[str, Any]:
                         "checked, so the connection is encrypted but anyone may be at the other end")
         opts.update(verify_certs=False, ssl_assert_hostname=False, ssl_show_warn=False)
     return opts
-
-
-#: what an SSL error's text says, in words an operator can act on
-_SSL_REASONS = {"certificate_verify_failed": "certificate verify failed",
-                "wrong_version_number": "the node does not speak TLS there (http, not https?)",
-                "certificate required": "the node asks for a client certificate",
-                "hostname mismatch": "the certificate is for another host name",
-                "unknown ca": "the node does not trust FactSieve's client certificate"}
-
-
-def _ssl_reason(exc: osx.SSLError) -> str:
-    text = str(exc.info or exc.error or exc)
-    return next((words for known, words in _SSL_REASONS.items() if known in text.lower()), text[:200])
-
-
-def _denied(reason: str) -> str:
-    """The security plugin's refusal without the user's name: "no permissions for [action]"."""
-    return reason.split(" and User [", 1)[0]
-
-
-def _reason(exc: osx.TransportError) -> str:
-    """What OpenSearch said went wrong, in a message's words: the error's type and its root
-    cause's reason. Never the raw body: a JSON answer without an error (a missing document's
-    ``{"_index": "<the physical index>", "found": false}``) says only that, and a non-JSON one
-    (a proxy's page) its first line."""
-    info = exc.info if isinstance(exc.info, dict) else {}
-    err = info.get("error")
-    if isinstance(err, dict):
-        root = (err.get("root_cause") or [{}])[0]
-        return f"{err.get('type', '')}: {root.get('reason') or err.get('reason')}".strip(": ")
-    if isinstance(err, str):
-        return err[:200]
-    if info:
-        return "not found" if info.get("found") is False or info.get("result") == "not_found" \
-            else f"HTTP {exc.status_code}"
-    text = str(exc.error or "").strip()
-    if not text or text[0] in "{[":  # JSON under another content type: still a raw body
-        return f"HTTP {exc.status_code}"
-    return text.splitlines()[0][:200]

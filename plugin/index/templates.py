@@ -51,22 +51,33 @@ def _values(spec: IndexSpec) -> dict[str, Any]:
             "analysis": analysis}
 
 
+def component_name(alias: str, name: str) -> str:
+    """The deployment's own name for a packaged component (``factsieve-knn-384`` of alias
+    ``fs-a-factchecks`` is ``factsieve-fs-a-factchecks-knn-384``): every object ``init`` writes
+    carries its alias, as the index template (``factsieve-<alias>``) always did. Shared names let
+    a namespaced deployment on a shared cluster rewrite what the default one composes (issue 35,
+    item 10): another version's analyzers, another replica count."""
+    return f"factsieve-{alias}-{name.removeprefix('factsieve-')}"
+
+
 def template_bodies(spec: IndexSpec) -> dict[str, dict[str, Any]]:
     """Every body ``install_templates`` PUTs, keyed by its API path, components first (pure;
     used by tests too).
 
-    The components are the ones the index template's ``composed_of`` names; one whose name holds
-    a placeholder (``factsieve-knn-{{dimension}}``) is one file (``component/factsieve-knn``)
-    rendered once per value.
+    The components are the ones the index template's ``composed_of`` names, each under the
+    deployment's name (``component_name``); one whose name holds a placeholder
+    (``factsieve-knn-{{dimension}}``) is one file (``component/factsieve-knn``) rendered once
+    per value.
     """
     values = _values(spec)
-    index_template = load_template(f"{spec.template}.index_template")
-    bodies = {}
-    for name in index_template["composed_of"]:
+    index_template = render(load_template(f"{spec.template}.index_template"), values)
+    bodies, composed = {}, []
+    for name in load_template(f"{spec.template}.index_template")["composed_of"]:
         file = name.split("-{{", 1)[0]
-        bodies[f"_component_template/{render(name, values)}"] = render(
-            load_template(f"component/{file}"), values)
-    bodies[f"_index_template/factsieve-{spec.alias}"] = render(index_template, values)
+        own = component_name(spec.alias, render(name, values))
+        bodies[f"_component_template/{own}"] = render(load_template(f"component/{file}"), values)
+        composed.append(own)
+    bodies[f"_index_template/factsieve-{spec.alias}"] = {**index_template, "composed_of": composed}
     return bodies
 
 

@@ -13,29 +13,42 @@ import base64
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from plugin.errors import (BackendError, Conflict, ContentTooLarge, DecisionConflict,
-                           InvalidRequest, NotFound)
+from plugin.errors import BackendError, Conflict, DecisionConflict, InvalidRequest, NotFound
 from plugin.index.store import Store
 from plugin.index.templates import ensure_plain_index
 from plugin.review import queries as q
 from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, candidate,
                                  candidates_of, decided_item, decision_record, item_record,
-                                 next_status, superseded, training_pairs)
+                                 next_status, superseded, training_pairs, validate_decisions)
 from plugin.review.rules import TenantRules
 from plugin.settings import Settings
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
 
-#: what a decision may carry; anything else is a 422 naming the field
-DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
 #: (tenant, recorded decisions, the items they decided, {undo id: the decision it took back})
 #: → planned webhook deliveries
 Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]],
                    dict[str, dict[str, Any]]], Any]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a batch of decisions did. ``recorded``: the decisions written (their webhooks sent);
+    ``not_recorded``: ``{"post_id", "reason", "decision"}`` for each item another request
+    changed between our read and our write (``decision``: the one that won), which records
+    nothing for it. Both non-empty is a *partial* result, which the API answers with 207."""
+
+    recorded: list[dict[str, Any]]
+    not_recorded: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.recorded and self.not_recorded)
 
 
 def item_id(tenant: str, post_id: str) -> str:
@@ -50,10 +63,6 @@ def version_token(hit: Mapping[str, Any]) -> str:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _err(i: int, field: str, message: str, kind: str) -> dict[str, Any]:
-    return {"field": f"decisions[{i}].{field}", "message": message, "type": kind}
 
 
 class ReviewDesk:
@@ -160,10 +169,11 @@ class ReviewDesk:
             raise InvalidRequest("min_confidence is above max_confidence", errors=[
                 {"field": "min_confidence", "message": "above max_confidence", "type": "range"}])
         since = _iso(since, "since") if since else None
+        order = q.Sort.parse(sort)
         body = q.queue_body(tenant, status=ReviewStatus.parse(status, "status") if status else None,
                             lang=lang, min_confidence=min_confidence, max_confidence=max_confidence,
-                            since=since, sort=q.Sort.parse(sort),
-                            after=q.decode_cursor(cursor) if cursor else None, limit=limit)
+                            since=since, sort=order,
+                            after=q.decode_cursor(cursor, order) if cursor else None, limit=limit)
         self.ensure()
         found = self.store.search(self.items, body)
         hits = found["hits"]["hits"]
@@ -180,15 +190,29 @@ class ReviewDesk:
 
     def decide(self, tenant: str, actor: str, decisions: list[dict[str, Any]],
                origin: str = "api") -> list[dict[str, Any]]:
+        """``decide_batch``'s recorded decisions, for callers that take nothing less than all: a
+        partial result is a ``DecisionConflict`` carrying what ``recorded``."""
+        done = self.decide_batch(tenant, actor, decisions, origin)
+        if done.not_recorded:
+            raise _conflict(done)
+        return done.recorded
+
+    def decide_batch(self, tenant: str, actor: str, decisions: list[dict[str, Any]],
+                     origin: str = "api") -> Decided:
         """Record ``decisions`` (each ``{post_id, factcheck_id?, action, note?, version?}``).
 
         Everything is checked before anything is written: the shape (422), the list's size (413),
         unknown posts and fact-checks (404), an item decided by someone else or changed since
-        ``version`` (409 carrying that decision), an action its state does not allow (422). Then
-        each item moves only over the version read, and its decision is appended. ``confirm``
-        without ``factcheck_id`` confirms the top candidate. Returns the recorded decisions."""
+        ``version`` (409 carrying that decision), an action its state does not allow (422); any
+        of these records nothing. Then each item moves only over the version read, and its
+        decision is appended. The store has no transaction over many items, so a race found
+        while writing (another request moved an item between our read and our write) cannot be
+        undone for the items already moved: that is reported, not hidden — a ``Decided`` whose
+        ``not_recorded`` names each item lost and who won it (none recorded at all: a 409).
+        ``confirm`` without ``factcheck_id`` confirms the top candidate."""
         source = Origin.parse(origin, "origin")
-        wanted = self._validate(decisions)
+        wanted = validate_decisions(decisions, self.settings.review_bulk_max,
+                                    self.settings.review_note_max_chars)
         hits = self._hits(tenant, [d["post_id"] for d in wanted])
         missing = [d["post_id"] for d in wanted if d["post_id"] not in hits]
         if missing:
@@ -200,56 +224,10 @@ class ReviewDesk:
         self._check_manual(wanted, hits)
         at = self.clock()
         planned = [self._plan(d, hits[d["post_id"]], actor, source, at) for d in wanted]
-        return self._write(tenant, planned)
-
-    def _validate(self, decisions: Any) -> list[dict[str, Any]]:
-        if not isinstance(decisions, list) or not decisions:
-            raise InvalidRequest("send one decision or a list of them", errors=[
-                {"field": "decisions", "message": "at least one decision", "type": "missing"}])
-        limit = self.settings.review_bulk_max
-        if len(decisions) > limit:
-            raise ContentTooLarge(f"{len(decisions)} decisions in one request; at most {limit} "
-                                  f"(FACTSIEVE_REVIEW_BULK_MAX)")
-        errors: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        out = []
-        for i, d in enumerate(decisions):
-            if not isinstance(d, dict):
-                errors.append(_err(i, "(decision)", "must be an object", "type"))
-                continue
-            errors += [_err(i, k[:40], "unknown field", "extra_forbidden") for k in d if k not in DECISION_FIELDS]
-            post_id, action, fc = d.get("post_id"), d.get("action"), d.get("factcheck_id")
-            if not isinstance(post_id, str) or not post_id.strip() or len(post_id) > 512:
-                errors.append(_err(i, "post_id", "a post id of 1 to 512 characters", "string"))
-            elif post_id in seen:
-                errors.append(_err(i, "post_id", "decided twice in one request", "duplicate"))
-            else:
-                seen.add(post_id)
-            try:
-                act = Action.parse(action, f"decisions[{i}].action")
-            except InvalidRequest as exc:
-                errors += exc.errors
-                act = None
-            if fc is not None and (not isinstance(fc, str) or not fc or len(fc) > 512):
-                errors.append(_err(i, "factcheck_id", "a fact-check id of 1 to 512 characters", "string"))
-            elif act is Action.MANUAL and fc is None:
-                errors.append(_err(i, "factcheck_id", "manual names the fact-check", "missing"))
-            elif act is not None and fc is not None and act not in NAMES_FACTCHECK:
-                errors.append(_err(i, "factcheck_id", f"{act.value} takes no fact-check", "extra"))
-            note = d.get("note")
-            if note is not None and not isinstance(note, str):
-                errors.append(_err(i, "note", "must be a string", "string"))
-            elif note is not None and len(note) > self.settings.review_note_max_chars:
-                errors.append(_err(i, "note", f"{len(note)} characters; at most "
-                                   f"{self.settings.review_note_max_chars} "
-                                   f"(FACTSIEVE_REVIEW_NOTE_MAX_CHARS)", "too_long"))
-            if d.get("version") is not None and not isinstance(d.get("version"), str):
-                errors.append(_err(i, "version", "the item's version as the API gave it", "string"))
-            out.append({**d, "action": act})
-        if errors:
-            detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-            raise InvalidRequest(f"invalid decisions: {detail}", errors=errors[:50])
-        return out
+        done = self._write(tenant, planned)
+        if not done.recorded:
+            raise _conflict(done)
+        return done
 
     def _check_manual(self, wanted: list[dict[str, Any]], hits: dict[str, dict[str, Any]]) -> None:
         """A manual match's fact-check exists (the corpus is shared: ``plugin.owners``)."""
@@ -296,7 +274,7 @@ class ReviewDesk:
                                    supersedes=last["id"] if action is Action.UNDO and last else None)
         return hit, decision, decided_item(item, decision)
 
-    def _write(self, tenant: str, planned: list[tuple[dict, dict, dict]]) -> list[dict[str, Any]]:
+    def _write(self, tenant: str, planned: list[tuple[dict, dict, dict]]) -> Decided:
         """Items first, each over its version; then the decisions of those that moved. Both
         writes refresh at once (``refresh=true``, not ``wait_for``): a reviewer's next queue page
         must not show what they just decided, and waiting for the next scheduled refresh cost up
@@ -321,15 +299,15 @@ class ReviewDesk:
                 undone = {d["id"]: hit["_source"]["last_decision"] for hit, d, _ in moved
                           if d["supersedes"]}
                 self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved}, undone)
-        if lost:
-            first = self._hits(tenant, [lost[0][0]["_source"]["post_id"]])
-            winner = next(iter(first.values()), {}).get("_source", {}).get("last_decision")
-            raise DecisionConflict(
-                f"review item{'s' if len(lost) > 1 else ''} "
-                f"{', '.join(repr(h['_source']['post_id'][:200]) for h, _, _ in lost[:10])} "
-                f"changed while deciding: {len(recorded)} of {len(planned)} recorded",
-                decision=winner, recorded=recorded)
-        return recorded
+        now = self._hits(tenant, [h["_source"]["post_id"] for h, _, _ in lost]) if lost else {}
+        not_recorded = []
+        for hit, _, _ in lost:
+            post_id = hit["_source"]["post_id"]
+            winner = now.get(post_id, {}).get("_source", {}).get("last_decision")
+            not_recorded.append({"post_id": post_id, "decision": winner, "reason": (
+                f"changed while deciding: {winner['actor']} decided it first ({winner['to_status']})"
+                if winner else "changed while deciding")})
+        return Decided(recorded, not_recorded)
 
     # -- manual search and export --------------------------------------------------------------
     def search_factchecks(self, tenant: str, text: str, k: int = 10) -> list[dict[str, Any]]:
@@ -366,6 +344,16 @@ class ReviewDesk:
 _ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
                 "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
                 "last_decision", "image")
+
+
+def _conflict(done: Decided) -> DecisionConflict:
+    """A race found while writing, as an error: the first lost item's winning decision, what of
+    the batch was ``recorded`` and which items were ``not_recorded``."""
+    lost = done.not_recorded
+    return DecisionConflict(
+        f"review item{'s' if len(lost) > 1 else ''} {', '.join(repr(n['post_id'][:200]) for n in lost[:10])} "
+        f"changed while deciding: {len(done.recorded)} of {len(done.recorded) + len(lost)} recorded",
+        decision=lost[0]["decision"], recorded=done.recorded, not_recorded=lost)
 
 
 def _status(info: Mapping[str, Any]) -> int | None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from plugin.errors import InvalidRequest
+from plugin.errors import ContentTooLarge, InvalidRequest
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
@@ -238,3 +238,63 @@ def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
     """Ids of the decisions ``undos`` took back: they teach nothing (nor does an undo itself,
     ``training_pairs``). All the export holds in memory."""
     return {d["supersedes"] for d in undos if d.get("supersedes")}
+
+
+#: what a decision may carry; anything else is a 422 naming the field
+DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
+
+
+def _err(i: int, field: str, message: str, kind: str) -> dict[str, Any]:
+    return {"field": f"decisions[{i}].{field}", "message": message, "type": kind}
+
+
+def validate_decisions(decisions: Any, bulk_max: int, note_max: int) -> list[dict[str, Any]]:
+    """``decisions`` checked whole (pure): a 413 past ``bulk_max`` (FACTSIEVE_REVIEW_BULK_MAX),
+    else a 422 naming every bad field of every decision; each ``action`` parsed."""
+    if not isinstance(decisions, list) or not decisions:
+        raise InvalidRequest("send one decision or a list of them", errors=[
+            {"field": "decisions", "message": "at least one decision", "type": "missing"}])
+    limit = bulk_max
+    if len(decisions) > limit:
+        raise ContentTooLarge(f"{len(decisions)} decisions in one request; at most {limit} "
+                              f"(FACTSIEVE_REVIEW_BULK_MAX)")
+    errors: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    out = []
+    for i, d in enumerate(decisions):
+        if not isinstance(d, dict):
+            errors.append(_err(i, "(decision)", "must be an object", "type"))
+            continue
+        errors += [_err(i, k[:40], "unknown field", "extra_forbidden") for k in d if k not in DECISION_FIELDS]
+        post_id, action, fc = d.get("post_id"), d.get("action"), d.get("factcheck_id")
+        if not isinstance(post_id, str) or not post_id.strip() or len(post_id) > 512:
+            errors.append(_err(i, "post_id", "a post id of 1 to 512 characters", "string"))
+        elif post_id in seen:
+            errors.append(_err(i, "post_id", "decided twice in one request", "duplicate"))
+        else:
+            seen.add(post_id)
+        try:
+            act = Action.parse(action, f"decisions[{i}].action")
+        except InvalidRequest as exc:
+            errors += exc.errors
+            act = None
+        if fc is not None and (not isinstance(fc, str) or not fc or len(fc) > 512):
+            errors.append(_err(i, "factcheck_id", "a fact-check id of 1 to 512 characters", "string"))
+        elif act is Action.MANUAL and fc is None:
+            errors.append(_err(i, "factcheck_id", "manual names the fact-check", "missing"))
+        elif act is not None and fc is not None and act not in NAMES_FACTCHECK:
+            errors.append(_err(i, "factcheck_id", f"{act.value} takes no fact-check", "extra"))
+        note = d.get("note")
+        if note is not None and not isinstance(note, str):
+            errors.append(_err(i, "note", "must be a string", "string"))
+        elif note is not None and len(note) > note_max:
+            errors.append(_err(i, "note", f"{len(note)} characters; at most "
+                               f"{note_max} "
+                               f"(FACTSIEVE_REVIEW_NOTE_MAX_CHARS)", "too_long"))
+        if d.get("version") is not None and not isinstance(d.get("version"), str):
+            errors.append(_err(i, "version", "the item's version as the API gave it", "string"))
+        out.append({**d, "action": act})
+    if errors:
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        raise InvalidRequest(f"invalid decisions: {detail}", errors=errors[:50])
+    return out

@@ -95,17 +95,40 @@ def encode_cursor(sort_values: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(sort_values).encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> list[Any]:
-    """The sort tuple a cursor carries; anything else is a 422 (never a 500 from OpenSearch)."""
+def decode_cursor(cursor: str, sort: Sort = Sort.NEWEST) -> list[Any]:
+    """The sort tuple a cursor of ``sort`` carries; anything else is a 422, never a request to
+    OpenSearch: it must be as long as ``SORTS[sort]`` and each value of its field's type
+    (``_CURSOR_TYPES``). A list of the right shape but wrong types (``[null, null]``) reached
+    OpenSearch, which answered 500 with a Java exception, and the API called that an outage."""
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
         values = None
-    if not isinstance(values, list) or not values or \
-            not all(isinstance(v, (str, int, float)) or v is None for v in values):
-        raise InvalidRequest("cursor: not a cursor this API gave", errors=[
-            {"field": "cursor", "message": "not a cursor this API gave", "type": "cursor"}])
+    fields = [next(iter(clause)) for clause in SORTS[sort]]
+    if not isinstance(values, list) or len(values) != len(fields) or \
+            not all(_CURSOR_TYPES[f](v) for f, v in zip(fields, values)):
+        raise InvalidRequest("cursor: not a cursor this API gave for this sort", errors=[
+            {"field": "cursor", "message": "not a cursor this API gave for this sort", "type": "cursor"}])
     return values
+
+
+def _epoch_ms(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63
+
+
+def _score(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and v == v) or \
+        v in ("-Infinity", "Infinity")
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and 0 < len(v) <= 512
+
+
+#: what each sort field's value in a cursor may be: dates are epoch milliseconds (a missing
+#: ``decided_at`` sorts as Long.MIN_VALUE), confidence a number or OpenSearch's ``"-Infinity"``
+_CURSOR_TYPES = {"created_at": _epoch_ms, "decided_at": _epoch_ms, "confidence": _score,
+                 "post_id": _text}
 
 
 # -- bodies ---------------------------------------------------------------------------------------

@@ -185,8 +185,8 @@ def test_an_index_made_before_images_gets_the_image_mapping(store, make_alias):
     alias = make_alias()
     spec = IndexSpec(alias=alias, model="test/none", dimension=384)
     bodies = template_bodies(spec)
-    fields = bodies["_component_template/factsieve-factcheck-fields"]["template"]
-    knn = bodies["_component_template/factsieve-knn-384"]["template"]
+    fields = bodies[f"_component_template/factsieve-{alias}-factcheck-fields"]["template"]
+    knn = bodies[f"_component_template/factsieve-{alias}-knn-384"]["template"]
     old = {k: v for k, v in template_properties(spec).items() if k != "image"}
     store.create_index(f"{alias}-v1", {
         "settings": {**fields["settings"], **knn["settings"]},

@@ -91,3 +91,33 @@ def test_no_other_module_reads_a_request_body():
                  for path in sorted((root / top).rglob("*.py")) if path != root / "api" / "bodies.py"
                  for n, line in enumerate(path.read_text().splitlines(), 1) if readers.search(line)]
     assert offenders == []
+
+
+# -- parse limits are client errors (issue 35, items 2 and 5) ---------------------------------
+def test_more_form_fields_than_the_limit_is_a_413_not_a_bare_value_error():
+    from api.bodies import MAX_FORM_FIELDS, parse_form
+
+    assert len(parse_form(b"&".join([b"a=1"] * MAX_FORM_FIELDS))) == 1
+    with pytest.raises(ContentTooLarge, match="10,000 fields") as err:
+        parse_form(b"&".join([b"a=1"] * (MAX_FORM_FIELDS + 1)))
+    assert err.value.status == 413
+
+
+@pytest.mark.parametrize("raw", [
+    b"[" * 5000 + b"]" * 5000,                     # RecursionError in json.loads
+    b'{"post_id": "\\ud800", "action": "reject"}',  # a lone surrogate: UnicodeEncodeError later
+    b'{"x": NaN}', b"[1,", b"\xff",
+])
+def test_hostile_json_is_a_400(raw):
+    from api.bodies import parse_json
+    from plugin.errors import BadInput
+
+    with pytest.raises(BadInput, match="not valid JSON") as err:
+        parse_json(raw)
+    assert err.value.status == 400
+
+
+def test_parse_json_reads_ordinary_json_and_paired_surrogates():
+    from api.bodies import parse_json
+
+    assert parse_json(b'[{"post_id": "\\ud83d\\ude00", "n": 1.5}]') == [{"post_id": "\U0001F600", "n": 1.5}]

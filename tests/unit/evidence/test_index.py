@@ -17,24 +17,24 @@ def test_spec_names_the_evidence_template():
 
 def test_bodies_are_fully_rendered_components_first():
     bodies = template_bodies(SPEC)
-    assert list(bodies) == ["_component_template/factsieve-evidence-fields",
-                            "_component_template/factsieve-knn-384",
+    assert list(bodies) == ["_component_template/factsieve-evidence-evidence-fields",
+                            "_component_template/factsieve-evidence-knn-384",
                             "_index_template/factsieve-evidence"]
     assert "{{" not in repr(bodies)
     tpl = bodies["_index_template/factsieve-evidence"]
     assert tpl["index_patterns"] == ["evidence-v*"]
-    assert tpl["composed_of"] == ["factsieve-evidence-fields", "factsieve-knn-384"]
+    assert tpl["composed_of"] == ["factsieve-evidence-evidence-fields", "factsieve-evidence-knn-384"]
     assert tpl["template"]["settings"]["index"]["number_of_replicas"] == 1
 
 
 def test_analyzers_are_the_factcheck_ones():
-    fields = template_bodies(SPEC)["_component_template/factsieve-evidence-fields"]["template"]
+    fields = template_bodies(SPEC)["_component_template/factsieve-evidence-evidence-fields"]["template"]
     factcheck = load_template("component/factsieve-factcheck-fields")["template"]["settings"]["analysis"]
     assert fields["settings"]["analysis"] == factcheck
 
 
 def test_passage_fields():
-    props = template_bodies(SPEC)["_component_template/factsieve-evidence-fields"]["template"]["mappings"]["properties"]
+    props = template_bodies(SPEC)["_component_template/factsieve-evidence-evidence-fields"]["template"]["mappings"]["properties"]
     assert {"id", "doc_id", "url", "url_key", "title", "text", "position", "published_at", "domain",
             "domains", "lang", "source", "claim_id"} <= set(props)
     assert props["text"]["analyzer"] == props["title"]["analyzer"] == "fs_neutral"
@@ -46,7 +46,7 @@ def test_passage_fields():
 
 
 def test_embedding_is_the_shared_knn_component_excluded_from_source():
-    knn = template_bodies(SPEC)["_component_template/factsieve-knn-384"]["template"]
+    knn = template_bodies(SPEC)["_component_template/factsieve-evidence-knn-384"]["template"]
     assert knn["mappings"]["_source"] == {"excludes": ["embedding"]}
     assert knn["mappings"]["properties"]["embedding"]["method"]["engine"] == "lucene"
     assert knn["mappings"]["properties"]["embedding"]["method"]["space_type"] == "cosinesimil"
@@ -54,7 +54,7 @@ def test_embedding_is_the_shared_knn_component_excluded_from_source():
 
 def test_factcheck_bodies_are_unchanged_by_the_generalisation():
     bodies = template_bodies(IndexSpec(alias="factchecks", model="m", dimension=8))
-    assert bodies["_component_template/factsieve-factcheck-fields"] == load_template(
+    assert bodies["_component_template/factsieve-factchecks-factcheck-fields"] == load_template(
         "component/factsieve-factcheck-fields")
     assert bodies["_index_template/factsieve-factchecks"]["composed_of"] == [
-        "factsieve-factcheck-fields", "factsieve-knn-8"]
+        "factsieve-factchecks-factcheck-fields", "factsieve-factchecks-knn-8"]

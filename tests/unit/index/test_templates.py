@@ -21,15 +21,15 @@ def test_render_unknown_placeholder_is_an_error():
 def test_bodies_are_fully_rendered():
     bodies = template_bodies(SPEC)
     assert set(bodies) == {
-        "_component_template/factsieve-factcheck-fields",
-        "_component_template/factsieve-knn-768",
+        "_component_template/factsieve-factchecks-factcheck-fields",
+        "_component_template/factsieve-factchecks-knn-768",
         "_index_template/factsieve-factchecks",
     }
     assert "{{" not in repr(bodies)
 
 
 def test_knn_field_is_lucene_hnsw_cosine_with_model_dimension():
-    knn = template_bodies(SPEC)["_component_template/factsieve-knn-768"]
+    knn = template_bodies(SPEC)["_component_template/factsieve-factchecks-knn-768"]
     field = knn["template"]["mappings"]["properties"]["embedding"]
     assert field["type"] == "knn_vector"
     assert field["dimension"] == 768
@@ -42,7 +42,7 @@ def test_knn_field_is_lucene_hnsw_cosine_with_model_dimension():
 def test_index_template_composes_components_for_versioned_indexes():
     tpl = template_bodies(SPEC)["_index_template/factsieve-factchecks"]
     assert tpl["index_patterns"] == ["factchecks-v*"]
-    assert tpl["composed_of"] == ["factsieve-factcheck-fields", "factsieve-knn-768"]
+    assert tpl["composed_of"] == ["factsieve-factchecks-factcheck-fields", "factsieve-factchecks-knn-768"]
     assert tpl["template"]["settings"]["index"]["number_of_replicas"] == 1
 
 
@@ -84,3 +84,15 @@ def test_factcheck_and_evidence_indexes_map_the_owner():
         fields = template_properties(IndexSpec(alias="x", model="m", dimension=8, template=template))
         assert fields["owner"] == {"type": "keyword"}
         assert fields["embedding"]["type"] == "knn_vector"
+
+
+def test_every_object_init_writes_carries_the_deployments_alias():
+    """Issue 35, item 10: shared component names let one deployment rewrite another's."""
+    for template in ("factchecks", "evidence", "review", "decisions", "jobs", "posts"):
+        try:
+            bodies = template_bodies(IndexSpec(alias="fs-a-x", model="m", dimension=8, template=template))
+        except Exception:  # plain indexes have no composed_of (plain_index_bodies)
+            continue
+        assert all(path.split("/", 1)[1].startswith("factsieve-fs-a-x") for path in bodies), bodies.keys()
+        composed = next(b for p, b in bodies.items() if p.startswith("_index_template/"))["composed_of"]
+        assert all(c.startswith("factsieve-fs-a-x-") for c in composed)

@@ -87,3 +87,33 @@ def test_decision_bodies_are_tenant_scoped():
     assert export_query("t", undos=True) == {
         "query": {"bool": {"filter": [{"term": {"tenant": "t"}}, {"term": {"action": "undo"}}]}},
         "sort": order, "_source": ["supersedes"]}
+
+
+@pytest.mark.parametrize(("values", "sort"), [
+    ([None, None], Sort.NEWEST),              # W251bGwsbnVsbF0: OpenSearch answered 500, the API 503
+    (["x", "y"], Sort.NEWEST),                # a date that does not parse
+    ([True, "p"], Sort.OLDEST),               # a bool is not epoch milliseconds
+    ([1700000000000], Sort.NEWEST),           # too short for the sort
+    ([0.5, 1700000000000, "p", "q"], Sort.CONFIDENCE),  # too long
+    ([{"a": 1}, "p"], Sort.DECIDED),
+    ([1700000000000, ""], Sort.NEWEST),
+    (["NaN", 1700000000000, "p"], Sort.CONFIDENCE),
+])
+def test_a_cursor_of_the_wrong_shape_or_types_is_a_422(values, sort):
+    with pytest.raises(InvalidRequest, match="cursor") as err:
+        decode_cursor(encode_cursor(values), sort)
+    assert err.value.status == 422
+
+
+@pytest.mark.parametrize(("values", "sort"), [
+    ([1700000000000, "p"], Sort.NEWEST), ([1700000000000, "p"], Sort.OLDEST),
+    ([0.73, 1700000000000, "p"], Sort.CONFIDENCE), (["-Infinity", 1700000000000, "p"], Sort.CONFIDENCE),
+    ([-9223372036854775808, "p"], Sort.DECIDED),
+])
+def test_cursors_the_api_gives_decode(values, sort):
+    assert decode_cursor(encode_cursor(values), sort) == values
+
+
+def test_the_probe_s_null_cursor_is_refused():
+    with pytest.raises(InvalidRequest):
+        decode_cursor("W251bGwsbnVsbF0")

@@ -170,3 +170,31 @@ def test_age_and_any_counts():
     assert p.age_counts({"day": 2, "week": 3, "older": 9}) == {"24h": 2, "7d": 5}
     assert p.age_counts({}) == {"24h": 0, "7d": 0}
     assert p.any_count({"en": 3, "de": 1}) == 4
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("/desk/", "/desk/"), ("/desk", "/desk"), ("/desk/?status=pending&cursor=abc", "/desk/?status=pending&cursor=abc"),
+    ("/desk/items/кот", "/desk/items/%D0%BA%D0%BE%D1%82"), ("/desk/items/a%2Fb", "/desk/items/a%2Fb"),
+    ("/desk/\r\nSet-Cookie: x=1", None), ("/desk/\n", None), ("/desk/\r", None), ("/desk/\t", None),
+    ("/desk/\x00", None), ("/desk/\x7f", None), ("/desk/\x85", None), ("/desk/\u2028", None),
+    ("/desk/\u200e", None), ("/desk/a b", None), ("/desks", None), ("//evil.example/desk", None),
+    ("https://evil.example/desk", None), ("/desk\\evil", None), ("", None), (None, None),
+    ("/desk/" + "a" * 2000, None),
+])
+def test_local_target_keeps_only_clean_desk_paths(target, expected):
+    from api.desk.present import local_target
+
+    assert local_target(target) == expected
+
+
+def test_bulk_message_names_how_many_and_which_were_not_recorded():
+    from api.desk.present import bulk_message
+
+    won = {"actor": "Bo", "to_status": "rejected"}
+    assert bulk_message(False, 3, [{}] * 3, [], 0) == "You rejected 3 items."
+    assert bulk_message(True, 2, [{}], [], 1) == (
+        "You confirmed the top candidate of 1 item. 1 had no candidate to confirm and stay pending.")
+    msg = bulk_message(False, 200, [{}] * 50, [{"post_id": f"p{i}", "decision": won} for i in range(150)], 0)
+    assert msg.startswith("You rejected 50 items of 200. 150 were not recorded: someone decided them first: "
+                          "'p0' (Bo), 'p1' (Bo)")
+    assert msg.endswith("and 145 more.")
