@@ -58,7 +58,7 @@ def match(body: s.MatchIn) -> Response:
     from plugin.search.image_query import post_text
 
     svc = services()
-    image = analyse_input(body.model_dump(), svc.settings)
+    image = analyse_input(body.model_dump(), svc.settings, ocr_budget_s=svc.settings.ocr_api_budget_s)
     post = body.post()
     req = MatchRequest.from_mapping(post, budget_ms=svc.settings.rerank_budget_ms, image=image)
     result = svc.matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)

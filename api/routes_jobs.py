@@ -82,7 +82,7 @@ def claim_of(body: s.VerifyIn, settings: Settings) -> str:
     from plugin.image.inputs import analyse_input
     from plugin.search.image_query import post_text
 
-    image = analyse_input(body.model_dump(), settings)
+    image = analyse_input(body.model_dump(), settings, ocr_budget_s=settings.ocr_api_budget_s)
     claim = post_text(body.claim or "", image)
     if not claim:
         detail = "no text was read from the image: give the claim as text"

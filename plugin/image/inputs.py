@@ -101,17 +101,19 @@ def image_bytes(data: Mapping[str, Any], settings: Settings) -> bytes | None:
     return None
 
 
-def analyse_input(data: Mapping[str, Any], settings: Settings, *,
-                  reader: Reader | None = None) -> ImageAnalysis | None:
+def analyse_input(data: Mapping[str, Any], settings: Settings, *, reader: Reader | None = None,
+                  ocr_budget_s: float | None = None) -> ImageAnalysis | None:
     """The image ``data`` gives, read by the image stage (query hashes and OCR, in the
-    language ``data["lang"]`` when given); ``None`` when it gives none."""
+    language ``data["lang"]`` when given, within ``ocr_budget_s``: see ``stage.analyse``);
+    ``None`` when it gives none."""
     raw = image_bytes(data, settings)
     if raw is None:
         return None
     from plugin.image.stage import analyse
 
     with about("image_url" if data.get("image_url") else "image"):
-        return analyse(raw, settings, lang=data.get("lang") or None, reader=reader)
+        return analyse(raw, settings, lang=data.get("lang") or None, reader=reader,
+                       ocr_budget_s=ocr_budget_s)
 
 
 @contextmanager
