@@ -29,12 +29,14 @@ from api.routing import accepted, enqueue, job_out, job_url, reply, route, servi
                    "the result and `post.matched` carry each match's `signals` and the image's "
                    "OCR text.")
 def submit_post(body: s.PostIn) -> Response:
-    from plugin.image.inputs import decode_base64
+    from plugin.image.inputs import check_input
 
     post = body.model_dump(mode="json", exclude_none=True)
+    # what /v1/match refuses at once is refused here too, before the post id is taken
+    raw = check_input(post, services().settings)
     image = post.pop("image", None)
-    if image is not None:  # the bytes go beside the job; the post names them by digest
-        post["image_sha256"] = hashlib.sha256(decode_base64(image, services().settings.image_max_bytes)).hexdigest()
+    if raw is not None:  # the bytes go beside the job; the post names them by digest
+        post["image_sha256"] = hashlib.sha256(raw).hexdigest()
     job, created = services().jobs.submit_post(post, g.api_key.tenant, body=image)
     if created or job["status"] == JobStatus.QUEUED.value:
         enqueue(job["id"])
