@@ -75,8 +75,9 @@ def read_form(limit: int, setting: str) -> MultiDict[str, str]:
                                max_num_fields=10_000))
 
 
-def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, bytes]]:
-    """A ``multipart/form-data`` body's text fields and its file parts' bytes by field name,
+def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, list[bytes]]]:
+    """A ``multipart/form-data`` body's text fields and its file parts' bytes by field name
+    (every part of a repeated name, in order: the caller decides whether a name may repeat),
     read whole through ``read_body`` and parsed from memory (a request's own ``form`` and
     ``files`` are never touched). Undecodable field bytes become U+FFFD."""
     from werkzeug.formparser import FormDataParser
@@ -87,10 +88,10 @@ def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[
     parser = FormDataParser(max_content_length=limit + 1, max_form_parts=1000)
     _, form, files = parser.parse(io.BytesIO(raw), "multipart/form-data", len(raw),
                                   dict(request.mimetype_params))
-    parts = {}
-    for name, part in files.items():
+    parts: dict[str, list[bytes]] = {}
+    for name, part in files.items(multi=True):
         try:
-            parts[name] = part.read()
+            parts.setdefault(name, []).append(part.read())
         finally:
             part.close()
     return form, parts
