@@ -25,6 +25,7 @@ from typing import Any
 
 
 from hostile_limits import LimitProbes
+from hostile_probes_images import ImageProbes
 from hostile_rig import (CLIENT_TIMEOUT_S, EVIL_TEXTS, FAST_S, JOB_CAP, JOB_WAIT_S, LANG_TIMEOUT_S, LIMITS, PROBLEM_JSON, closed_port)
 
 
@@ -38,6 +39,7 @@ class Hostile(LimitProbes):
                       self.p_rotation, self.p_raw_socket, self.p_evidence_large, self.p_lang,
                       self.p_rate_limits, self.p_job_quota):
             probe()
+        ImageProbes.p_images(self)  # issue 35: the image probes (scripts/hostile_probes_images.py)
         failed = [r["probe"] for r in self.results if not r["pass"]]
         return {"probes": len(self.results), "passed": len(self.results) - len(failed), "failed": failed,
                 "limits": {k: getattr(self.dep.settings, k) for k in LIMITS},
