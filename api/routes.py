@@ -52,7 +52,8 @@ def openapi() -> Response:
                    "A post may come with an image (`image` in base64 or `image_url`, or as "
                    "multipart/form-data with an `image` file part), with or without `text`: "
                    "the text read from it is matched too, and fact-checks with the same image "
-                   "come first; each match lists its `signals`.")
+                   "come first; each match lists its `signals`. Reading the image's text stops at "
+                   "FACTSIEVE_OCR_API_BUDGET_S: the match then goes on with a note.")
 def match(body: s.MatchIn) -> Response:
     from plugin.image.inputs import analyse_input
     from plugin.search.image_query import post_text

@@ -25,7 +25,9 @@ from api.routing import accepted, enqueue, job_out, job_url, reply, route, servi
        description="Idempotent on the post id: resubmitting the same post returns its job "
                    "(duplicate: true); the same id with different content is a 409. A post may "
                    "come with an image (`image` in base64 or `image_url`, or multipart/form-data), "
-                   "with or without `text`: the worker reads it and matches its text and hash; "
+                   "with or without `text`: it is checked as `/v1/match` checks it before the 202 "
+                   "(type, size, header dimensions, an image_url's address), then the worker reads "
+                   "it and matches its text and hash; "
                    "the result and `post.matched` carry each match's `signals` and the image's "
                    "OCR text.")
 def submit_post(body: s.PostIn) -> Response:

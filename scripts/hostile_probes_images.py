@@ -29,9 +29,10 @@ def _png_header(width: int, height: int) -> bytes:
 
 class ImageProbes(HostileRig):
     def p_images(self) -> None:
-        self.p_dense_text()
-        self.p_deferred_image_checks()
-        self.p_two_image_parts()
+        """Every image probe; called as ``ImageProbes.p_images(rig)`` on any ``HostileRig``."""
+        for probe in (ImageProbes.p_dense_text, ImageProbes.p_deferred_image_checks,
+                      ImageProbes.p_two_image_parts):
+            probe(self)
 
     # item 1: one image's OCR is bounded whatever its content
     def p_dense_text(self) -> None:
@@ -76,6 +77,7 @@ class ImageProbes(HostileRig):
                         resp is not None and want is not None and 400 <= want < 500
                         and resp.status_code == want and again is not None and again.status_code == 202,
                         "the status /v1/match gives, before 202; the fixed post then 202",
+                        sent=json.dumps(image),  # the image_url echoed is the client's own
                         detail=f"match {want}; fixed resubmission {again.status_code if again is not None else None}")
 
     # item 8: a field given twice is a 422 naming it
