@@ -111,8 +111,9 @@ def parse_json(raw: bytes) -> Any:
         raise BadInput(f"the body is not valid JSON: {str(exc)[:200]}") from None
 
 
-def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, bytes]]:
-    """A ``multipart/form-data`` body's text fields and its file parts' bytes by field name,
+def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[str, list[bytes]]]:
+    """A ``multipart/form-data`` body's text fields and its file parts' bytes by field name
+    (every part of a repeated name, in order: the caller decides whether a name may repeat),
     read whole through ``read_body`` and parsed from memory (a request's own ``form`` and
     ``files`` are never touched). Undecodable field bytes become U+FFFD."""
     from werkzeug.formparser import FormDataParser
@@ -123,10 +124,10 @@ def read_multipart(limit: int, setting: str) -> tuple[MultiDict[str, str], dict[
     parser = FormDataParser(max_content_length=limit + 1, max_form_parts=MAX_FORM_PARTS)
     _, form, files = parser.parse(io.BytesIO(raw), "multipart/form-data", len(raw),
                                   dict(request.mimetype_params))
-    parts = {}
-    for name, part in files.items():
+    parts: dict[str, list[bytes]] = {}
+    for name, part in files.items(multi=True):
         try:
-            parts[name] = part.read()
+            parts.setdefault(name, []).append(part.read())
         finally:
             part.close()
     return form, parts

@@ -52,13 +52,14 @@ def openapi() -> Response:
                    "A post may come with an image (`image` in base64 or `image_url`, or as "
                    "multipart/form-data with an `image` file part), with or without `text`: "
                    "the text read from it is matched too, and fact-checks with the same image "
-                   "come first; each match lists its `signals`.")
+                   "come first; each match lists its `signals`. Reading the image's text stops at "
+                   "FACTSIEVE_OCR_API_BUDGET_S: the match then goes on with a note.")
 def match(body: s.MatchIn) -> Response:
     from plugin.image.inputs import analyse_input
     from plugin.search.image_query import post_text
 
     svc = services()
-    image = analyse_input(body.model_dump(), svc.settings)
+    image = analyse_input(body.model_dump(), svc.settings, ocr_budget_s=svc.settings.ocr_api_budget_s)
     post = body.post()
     req = MatchRequest.from_mapping(post, budget_ms=svc.settings.rerank_budget_ms, image=image)
     result = svc.matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)

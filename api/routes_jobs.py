@@ -25,16 +25,20 @@ from api.routing import accepted, enqueue, job_out, job_url, reply, route, servi
        description="Idempotent on the post id: resubmitting the same post returns its job "
                    "(duplicate: true); the same id with different content is a 409. A post may "
                    "come with an image (`image` in base64 or `image_url`, or multipart/form-data), "
-                   "with or without `text`: the worker reads it and matches its text and hash; "
+                   "with or without `text`: it is checked as `/v1/match` checks it before the 202 "
+                   "(type, size, header dimensions, an image_url's address), then the worker reads "
+                   "it and matches its text and hash; "
                    "the result and `post.matched` carry each match's `signals` and the image's "
                    "OCR text.")
 def submit_post(body: s.PostIn) -> Response:
-    from plugin.image.inputs import decode_base64
+    from plugin.image.inputs import check_input
 
     post = body.model_dump(mode="json", exclude_none=True)
+    # what /v1/match refuses at once is refused here too, before the post id is taken
+    raw = check_input(post, services().settings)
     image = post.pop("image", None)
-    if image is not None:  # the bytes go beside the job; the post names them by digest
-        post["image_sha256"] = hashlib.sha256(decode_base64(image, services().settings.image_max_bytes)).hexdigest()
+    if raw is not None:  # the bytes go beside the job; the post names them by digest
+        post["image_sha256"] = hashlib.sha256(raw).hexdigest()
     job, created = services().jobs.submit_post(post, g.api_key.tenant, body=image)
     if created or job["status"] == JobStatus.QUEUED.value:
         enqueue(job["id"])
@@ -82,7 +86,7 @@ def claim_of(body: s.VerifyIn, settings: Settings) -> str:
     from plugin.image.inputs import analyse_input
     from plugin.search.image_query import post_text
 
-    image = analyse_input(body.model_dump(), settings)
+    image = analyse_input(body.model_dump(), settings, ocr_budget_s=settings.ocr_api_budget_s)
     claim = post_text(body.claim or "", image)
     if not claim:
         detail = "no text was read from the image: give the claim as text"

@@ -86,6 +86,11 @@ def _authorize(needed: Scope) -> None:
 def refuse_undeclared_query(declared: frozenset[str]) -> None:
     """A query parameter the operation does not declare is a 400 naming it, not silently
     ignored: a misspelt ``?asnyc=true`` would otherwise run the request the other way."""
+    repeated = sorted(n for n in declared if len(request.args.getlist(n)) > 1)
+    if repeated:  # ``?async=true&async=false``: one would win silently
+        raise InvalidRequest(f"query parameter {repeated[0]!r} given more than once; give it once",
+                             errors=[{"field": name, "message": "query parameter given more than once",
+                                      "type": "query_repeated"} for name in repeated])
     unknown = sorted(set(request.args) - declared)
     if unknown:
         allowed = ", ".join(sorted(declared)) or "none"
@@ -147,19 +152,26 @@ def read_with_image(model: type[BaseModel]) -> BaseModel:
     if request.mimetype != "multipart/form-data":
         return read_json(model, limit, setting)
     form, files = read_multipart(limit, setting)
-    data: dict[str, Any] = {}
-    for name in form:
-        values = form.getlist(name)
-        field = model.model_fields.get(name)
-        listed = field is not None and "list[" in str(field.annotation)
-        data[name] = values if listed else values[0]
     unknown = sorted(set(files) - {"image"})
     if unknown:
         raise BadInput(f"unknown file part {unknown[0][:80]!r}: send the image as the part named image")
+    data: dict[str, Any] = {}
+    repeated = []
+    for name in dict.fromkeys([*form, *files]):
+        values = [*form.getlist(name), *files.get(name, ())]
+        field = model.model_fields.get(name)
+        listed = field is not None and "list[" in str(field.annotation)
+        if len(values) > 1 and not listed:
+            repeated.append(name)
+        data[name] = values if listed else values[0]
+    if repeated:  # one of them would be read and the others silently dropped
+        raise InvalidRequest(
+            f"{', '.join(repr(n[:80]) for n in repeated[:10])} given more than once; "
+            "give each field once (the image once: as the file part or as the image field)",
+            errors=[{"field": n[:80], "message": "given more than once", "type": "field_repeated"}
+                    for n in repeated[:10]])
     if "image" in files:
-        if "image" in data:
-            raise BadInput("give the image once: as the file part or as the image field")
-        data["image"] = base64.b64encode(files["image"]).decode("ascii")
+        data["image"] = base64.b64encode(files["image"][0]).decode("ascii")
     try:
         return model.model_validate(data, strict=False)
     except ValidationError as exc:

@@ -203,6 +203,9 @@ class OcrOut(Response):
     confidence: float
     # and "pass": which pass was kept (``image``, ``white``, ``bright``)
     text_share: float
+    budget_spent: bool = Field(default=False, description=(
+        "the reading stopped at its time budget (FACTSIEVE_OCR_API_BUDGET_S here, "
+        "FACTSIEVE_OCR_BUDGET_S in jobs): `text` is what the passes that finished read, if any"))
 
 
 class ImageOut(Response):

@@ -287,6 +287,11 @@ class Settings(BaseSettings):
                                                            "hin", "kor")
     #: Tesseract's data folder (``TESSDATA_PREFIX``); unset: the one Debian's packages fill.
     ocr_tessdata_dir: Path | None = None
+    #: Seconds one image's reading may take, routing and passes together (then it stops and
+    #: the match goes on without the rest: docs/images.md): in jobs, CLI and ingest, and in the
+    #: synchronous API (``/v1/match``, ``/v1/verify``), where it holds a web worker.
+    ocr_budget_s: float = Field(default=30.0, gt=0)
+    ocr_api_budget_s: float = Field(default=8.0, gt=0)
     #: The largest image accepted, in bytes as sent (after base64 decoding), and in pixels once
     #: decoded (larger: a 413 or 422 naming the limit; PIL's decompression-bomb guard uses it).
     image_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

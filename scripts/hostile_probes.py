@@ -26,10 +26,11 @@ from typing import Any
 
 from hostile_limits import LimitProbes
 from hostile_probes_desk import DeskProbes
+from hostile_probes_images import ImageProbes
 from hostile_rig import (CLIENT_TIMEOUT_S, EVIL_TEXTS, FAST_S, JOB_CAP, JOB_WAIT_S, LANG_TIMEOUT_S, LIMITS, PROBLEM_JSON, closed_port)
 
 
-class Hostile(LimitProbes, DeskProbes):
+class Hostile(LimitProbes, DeskProbes, ImageProbes):
     # -- probes --------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         self.warm()
@@ -37,7 +38,7 @@ class Hostile(LimitProbes, DeskProbes):
         for probe in (self.p_chunked, self.p_job_error_scrub, self.p_post_ids, self.p_webhook_allow_list,
                       self.p_tenant_factchecks, self.p_tenant_evidence, self.p_low,
                       self.p_rotation, self.p_raw_socket, self.p_evidence_large, self.p_lang,
-                      self.p_desk, self.p_rate_limits, self.p_job_quota):
+                      self.p_desk, self.p_images, self.p_rate_limits, self.p_job_quota):
             probe()
         failed = [r["probe"] for r in self.results if not r["pass"]]
         return {"probes": len(self.results), "passed": len(self.results) - len(failed), "failed": failed,

@@ -98,3 +98,19 @@ def encode(im: Image.Image, fmt: str = "PNG", **kw) -> bytes:
     buf = io.BytesIO()
     im.save(buf, fmt, **kw)
     return buf.getvalue()
+
+
+def dense_text(side: int = 2000, pt: int = 11, seed: int = 7) -> Image.Image:
+    """A page of small dense text edge to edge (issue 35's OCR probe: a 2000×2000 PNG of about
+    400 KB, within every size and pixel limit, that Tesseract reads for over a minute)."""
+    rng = np.random.default_rng(seed)
+    words = ("the of and to in is was for on that with as by at from claim vaccine election "
+             "water cure study shows report minister says").split()
+    im = Image.new("L", (side, side), 255)
+    draw = ImageDraw.Draw(im)
+    f = font("sans", pt)
+    for y in range(2, side - pt, pt + 2):
+        line = " ".join(f"{words[int(rng.integers(len(words)))]}{int(rng.integers(100))}"
+                        for _ in range(side // (pt * 3)))
+        draw.text((2, y), line, font=f, fill=0)
+    return im

@@ -107,12 +107,20 @@ def _open(data: bytes, fmt: str) -> Any:
     return cls(io.BytesIO(data))
 
 
-def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
-    """Check and decode image bytes (see the module's docstring).
+def check(data: bytes, *, max_bytes: int, max_pixels: int) -> tuple[str, int, int]:
+    """The cheap checks, with no pixel decoded: the size in bytes, the format sniffed, the
+    header read and its dimensions within ``max_pixels``. ``(format, width, height)`` as the
+    header says (before any EXIF orientation), or what :func:`decode` raises for them. The API
+    runs these before it accepts a post for a worker to read (``inputs.check_input``)."""
+    im, fmt = _header(data, max_bytes=max_bytes, max_pixels=max_pixels)
+    try:
+        return fmt, *im.size
+    finally:
+        im.close()
 
-    Raises ``BadInput`` (empty, broken, truncated), ``UnsupportedContentType`` (not one of
-    the five raster formats) or ``ContentTooLarge`` (over ``max_bytes``, or over
-    ``max_pixels`` by its header)."""
+
+def _header(data: bytes, *, max_bytes: int, max_pixels: int) -> tuple[Any, str]:
+    """The opened image (header read, size checked) and its format: see :func:`check`."""
     from PIL import Image
 
     if not data:
@@ -131,10 +139,26 @@ def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
         raise BadInput(f"image is not a readable {shown}: {_reason(exc)}") from None
     w, h = im.size
     if w < 1 or h < 1:
+        im.close()
         raise BadInput(f"image is not a readable {shown}: it says it is {w}×{h} pixels")
     if w * h > max_pixels:
+        im.close()
         raise ContentTooLarge(f"image is {w}×{h} ({w * h:,} pixels); the limit is "
                               f"{max_pixels:,} pixels (FACTSIEVE_IMAGE_MAX_PIXELS)")
+    return im, fmt
+
+
+def decode(data: bytes, *, max_bytes: int, max_pixels: int) -> Decoded:
+    """Check and decode image bytes (see the module's docstring).
+
+    Raises ``BadInput`` (empty, broken, truncated), ``UnsupportedContentType`` (not one of
+    the five raster formats) or ``ContentTooLarge`` (over ``max_bytes``, or over
+    ``max_pixels`` by its header)."""
+    from PIL import Image
+
+    im, fmt = _header(data, max_bytes=max_bytes, max_pixels=max_pixels)
+    shown = _SHOWN[fmt]
+    w, h = im.size
     try:
         if fmt == "JPEG":
             im.draft("RGB", (MAX_SIDE, MAX_SIDE))

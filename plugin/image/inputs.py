@@ -86,32 +86,53 @@ def read_image_file(path: Path | str, max_bytes: int, field: str = "image") -> b
     return data
 
 
-def image_bytes(data: Mapping[str, Any], settings: Settings) -> bytes | None:
-    """The image ``data`` gives, as bytes (``image_url`` fetched now); ``None`` when it gives
-    none."""
+def check_input(data: Mapping[str, Any], settings: Settings) -> bytes | None:
+    """The cheap checks of the image ``data`` gives, with no pixel decoded and nothing fetched:
+    one of ``image`` or ``image_url``; an ``image``'s base64, size, format (sniffed) and
+    dimensions (its header); an ``image_url``'s address rules (its host resolved once). The
+    same for every route: ``/v1/match`` and ``/v1/verify`` before they read the image, and
+    ``/v1/posts`` before it accepts a post for a worker to read (a post refused later would
+    keep its id). Returns an ``image``'s bytes (``None`` for an ``image_url``, or none)."""
+    from plugin.image.decode import check
+
     check_one(data)
     if data.get("image"):
         with about("image"):
-            return decode_base64(data["image"], settings.image_max_bytes)
+            raw = decode_base64(data["image"], settings.image_max_bytes)
+            check(raw, max_bytes=settings.image_max_bytes, max_pixels=settings.image_max_pixels)
+        return raw
     if data.get("image_url"):
+        from plugin.image.fetch import check_image_url
+
+        with about("image_url"):
+            check_image_url(str(data["image_url"]), settings)
+    return None
+
+
+def image_bytes(data: Mapping[str, Any], settings: Settings) -> bytes | None:
+    """The image ``data`` gives, as bytes (``image_url`` fetched now, through the same address
+    rules as :func:`check_input`); ``None`` when it gives none."""
+    if data.get("image_url") and not data.get("image"):
         from plugin.image.fetch import fetch_image
 
         with about("image_url"):
             return fetch_image(str(data["image_url"]), settings)
-    return None
+    return check_input(data, settings)
 
 
-def analyse_input(data: Mapping[str, Any], settings: Settings, *,
-                  reader: Reader | None = None) -> ImageAnalysis | None:
+def analyse_input(data: Mapping[str, Any], settings: Settings, *, reader: Reader | None = None,
+                  ocr_budget_s: float | None = None) -> ImageAnalysis | None:
     """The image ``data`` gives, read by the image stage (query hashes and OCR, in the
-    language ``data["lang"]`` when given); ``None`` when it gives none."""
+    language ``data["lang"]`` when given, within ``ocr_budget_s``: see ``stage.analyse``);
+    ``None`` when it gives none."""
     raw = image_bytes(data, settings)
     if raw is None:
         return None
     from plugin.image.stage import analyse
 
     with about("image_url" if data.get("image_url") else "image"):
-        return analyse(raw, settings, lang=data.get("lang") or None, reader=reader)
+        return analyse(raw, settings, lang=data.get("lang") or None, reader=reader,
+                       ocr_budget_s=ocr_budget_s)
 
 
 @contextmanager

@@ -35,6 +35,8 @@ class OcrResult:
     #: the share of the image covered by recognised words' boxes, 0..1
     text_share: float
     seconds: float = 0.0
+    #: the reading stopped at its time budget: ``text`` is the best pass that finished (or none)
+    budget_spent: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ class ImageAnalysis:
                 "ocr": None if self.ocr is None else {
                     "text": self.ocr.text, "lang": self.ocr.lang, "model": self.ocr.model,
                     "confidence": round(self.ocr.confidence, 1), "pass": self.ocr.pass_name,
-                    "text_share": round(self.ocr.text_share, 3)},
+                    "text_share": round(self.ocr.text_share, 3),
+                    "budget_spent": self.ocr.budget_spent},
                 "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}}
 
 

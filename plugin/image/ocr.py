@@ -17,6 +17,14 @@ at once (``Latin+kor+hin+ara``, the installed ones); the Unicode script most of 
 are in picks one single-script model, which then reads with the whole recipe. (Combined model
 strings read worse than one model, so they only route.)
 
+Every reading has a time budget (``budget_s``, total across the routing read and the passes):
+each pass's recognition is given what is left as Tesseract's deadline (``Recognize(timeout=)``,
+its ``ETEXT_DESC`` monitor), a pass it cancels counts for nothing (its partial page is never
+iterated), and no pass starts once the budget is spent. What the image may cost is then the
+budget plus one layout analysis (Tesseract cannot cancel that; it is bounded by the image's
+area, at most ``decode.MAX_SIDE`` squared: 0.8 s for a 2000×2000 page of dense text), whatever
+the image says. The result says so (``budget_spent``) and keeps the best pass that finished.
+
 Tesseract APIs are not thread-safe and take a while to load: each model has a pool of loaded
 APIs, taken by one reader at a time and kept for the next (a worker keeps its models loaded).
 """
@@ -73,6 +81,29 @@ MIN_TEXT_CONFIDENCE = 60.0
 #: The routing read's scale, and the smallest longest side it reads at.
 ROUTE_SCALE, ROUTE_MIN_SIDE = 0.5, 400
 PASSES = ("white", "bright", "image")
+#: The routing read may use at most this share of a reading's budget (the reading needs the rest).
+ROUTE_BUDGET_SHARE = 0.4
+#: No pass starts with less than this left of the budget: it would only be cancelled.
+MIN_PASS_S = 0.2
+#: A reading's budget where its caller gives none (the settings' ``ocr_budget_s`` default).
+DEFAULT_BUDGET_S = 30.0
+
+
+class Budget:
+    """One deadline for a whole reading (routing and passes), so that no pass can take more than
+    what the ones before it left; ``spent`` once a pass was cancelled or none could start."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.spent = False
+
+    def left(self) -> float:
+        return max(self.end - time.monotonic(), 0.0)
+
+    def part(self, share: float) -> Budget:
+        """A budget of ``share`` of what is left (the routing read's), within this one."""
+        return Budget(self.left() * share)
 
 
 @dataclass(frozen=True)
@@ -158,15 +189,20 @@ class Reader:
             pool.put(api)
 
     # -- reading -----------------------------------------------------------------------------
-    def read(self, img: Any, lang: str | None = None) -> OcrResult:
+    def read(self, img: Any, lang: str | None = None, budget_s: float = DEFAULT_BUDGET_S) -> OcrResult:
         """The text in ``img`` (an RGB PIL image), read as ``lang`` (ISO 639-1) when given,
-        else routed by script (see the module's docstring)."""
+        else routed by script, within ``budget_s`` seconds (see the module's docstring)."""
         started = time.perf_counter()
+        budget = Budget(budget_s)
         if lang:
             model = self.model_for(lang)
         else:
-            model = self.route(img)
-        best = self._recipe(img, model)
+            # the routing read gets a share: a cancelled one routes by what it read before (else
+            # to Latin), and the reading itself still has the rest
+            routing = budget.part(ROUTE_BUDGET_SHARE)
+            model = self.route(img, routing)
+            budget.spent = routing.spent
+        best = self._recipe(img, model, budget)
         if best is not None and not is_text(best):
             best = None  # texture, not text: nothing read, nothing covered
         text = best.text if best else ""
@@ -182,9 +218,9 @@ class Reader:
                          confidence=best.confidence if best else 0.0,
                          pass_name=best.name if best else "image",
                          text_share=text_share(best.words if best else (), img.size),
-                         seconds=time.perf_counter() - started)
+                         seconds=time.perf_counter() - started, budget_spent=budget.spent)
 
-    def route(self, img: Any) -> str:
+    def route(self, img: Any, budget: Budget | None = None) -> str:
         """The single-script model for ``img``'s text: the recipe read at half size with every
         script model at once; the script of most of the (confidence-weighted) letters picks.
         Text in no routable script, or none read, goes to the Latin model."""
@@ -195,18 +231,24 @@ class Reader:
         w, h = img.size
         scale = max(ROUTE_SCALE, min(1.0, ROUTE_MIN_SIDE / max(w, h)))
         small = img if scale >= 1.0 else img.resize((max(1, round(w * scale)), max(1, round(h * scale))))
-        best = self._recipe(small, combined)
+        best = self._recipe(small, combined, budget or Budget(DEFAULT_BUDGET_S))
         script = dominant_script(best.words) if best else None
         return self.scripts.get(script or "", fallback)
 
-    def _recipe(self, img: Any, model: str) -> _Pass | None:
+    def _recipe(self, img: Any, model: str, budget: Budget) -> _Pass | None:
         best: _Pass | None = None
         with self._api(model) as api:
             for name in PASSES:
                 page = pass_image(img, name)
                 if page is None:
                     continue
-                got = _read(api, page, name)
+                if budget.left() < MIN_PASS_S:
+                    budget.spent = True
+                    break
+                got = _read(api, page, name, budget)
+                if got is None:  # cancelled at the deadline: nothing of it counts
+                    budget.spent = True
+                    break
                 if got.words and (best is None or got.confidence > best.confidence):
                     best = got
                 if best is not None and best.confidence >= CONFIDENT:
@@ -214,11 +256,19 @@ class Reader:
         return best
 
 
-def _read(api: Any, page: Any, name: str) -> _Pass:
+def _read(api: Any, page: Any, name: str, budget: Budget) -> _Pass | None:
+    """One pass, recognised within what is left of ``budget``; ``None`` when Tesseract was
+    cancelled at that deadline. A cancelled page is not iterated: its words past the deadline
+    have no result, and the text getters would recognise it again, without a deadline."""
     from tesserocr import RIL, iterate_level
 
     api.SetImage(page)
-    api.Recognize()
+    allowed = budget.left()
+    started = time.monotonic()
+    if not api.Recognize(timeout=max(1, int(allowed * 1000))):
+        if time.monotonic() - started >= allowed * 0.9:
+            return None
+        return _Pass(name=name, text="", confidence=0.0, words=())  # failed, not cancelled
     words = []
     iterator = api.GetIterator()
     for word in iterate_level(iterator, RIL.WORD) if iterator is not None else ():

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 
 def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: bool = True,
-            ocr: bool = True, reader: Reader | None = None) -> ImageAnalysis:
+            ocr: bool = True, reader: Reader | None = None,
+            ocr_budget_s: float | None = None) -> ImageAnalysis:
     """Decode ``data`` (checked against ``image_max_bytes`` / ``image_max_pixels``), hash it,
     and read its text.
 
@@ -21,7 +22,10 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
     deployment reads no pack for is still read, never refused.
     ``query``: also compute the hashes a query compares (8 orientations, bars stripped); a
     stored fact-check's image needs its own hash only. ``ocr=False`` skips reading (no text, not
-    text-heavy). ``reader`` defaults to the process's one for ``settings``. A hash below
+    text-heavy). ``reader`` defaults to the process's one for ``settings``. ``ocr_budget_s``:
+    the reading's time budget (``Reader.read``), unless given ``settings.ocr_budget_s`` but at
+    most half of ``task_time_limit_s``, so that a job's reading ends before its task is killed
+    (the synchronous API gives ``ocr_api_budget_s``). A hash below
     ``pdq_min_quality`` is dropped (``pdq`` ``None``, no query hashes): flat images hash alike.
     Raises what :func:`plugin.image.decode.decode` and :meth:`Reader.read` raise."""
     from plugin.image import pdq as pdq_mod
@@ -49,7 +53,10 @@ def analyse(data: bytes, settings: Settings, *, lang: str | None = None, query: 
             from plugin.image.ocr import reader as process_reader
 
             reader = process_reader(settings)
-        read = reader.read(decoded.image, lang if lang and reader.can_read(lang) else None)
+        budget_s = (min(settings.ocr_budget_s, settings.task_time_limit_s / 2)
+                    if ocr_budget_s is None else ocr_budget_s)
+        read = reader.read(decoded.image, lang if lang and reader.can_read(lang) else None,
+                           budget_s=budget_s)
         timings["ocr_ms"] = (time.perf_counter() - started) * 1000
 
     return ImageAnalysis(

@@ -65,7 +65,12 @@ def image_note(image: ImageAnalysis | None, texts: dict[str, str]) -> str | None
     if image is None:
         return None
     missing = []
-    if OCR_PREFIX not in texts:
+    if image.ocr is not None and image.ocr.budget_spent:
+        missing.append("reading the image's text stopped at its time budget (FACTSIEVE_OCR_BUDGET_S"
+                       ", FACTSIEVE_OCR_API_BUDGET_S on the synchronous API): "
+                       + ("the text read before then is matched" if OCR_PREFIX in texts
+                          else "no text was read before then"))
+    elif OCR_PREFIX not in texts:
         missing.append("no text was read from the image")
     if image.pdq is None:
         missing.append("the image has too little structure for a perceptual hash (only an "

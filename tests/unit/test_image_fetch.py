@@ -64,13 +64,15 @@ def test_an_image_from_an_allowed_origin_is_fetched(server, allowed):
 def test_a_private_address_is_refused_unless_its_origin_is_allowed(server, allowed):
     closed = allowed.model_copy(update={"image_allowed_hosts": ()})
     n = len(server.seen)
-    with pytest.raises(BadInput, match="reaches a loopback, private or link-local address; allow its "
-                                       "origin .* in FACTSIEVE_IMAGE_ALLOWED_HOSTS to fetch from there") as err:
+    # issue 35: the rule, not the network's answer (the old message said "reaches a loopback …")
+    with pytest.raises(BadInput, match="is refused: images are fetched only from hosts that resolve to "
+                                       "public addresses, or from an origin allowed in "
+                                       "FACTSIEVE_IMAGE_ALLOWED_HOSTS") as err:
         fetch_image(f"{server.origin}/ok.png", closed)
     assert err.value.detail.startswith("image_url ") and "webhook" not in err.value.detail
     assert len(server.seen) == n  # never connected
     other_port = allowed.model_copy(update={"image_allowed_hosts": ("http://127.0.0.1:1",)})
-    with pytest.raises(BadInput, match="loopback"):
+    with pytest.raises(BadInput, match="resolve to public addresses"):
         fetch_image(f"{server.origin}/ok.png", other_port)
 
 
@@ -86,7 +88,7 @@ def test_factsieves_own_services_are_refused_even_when_allowed(allowed):
     ("/page", UnsupportedContentType, "is text/html, not a raster image"),
     ("/untyped", UnsupportedContentType, "of no content type"),
     ("/big.png", ContentTooLarge, f"larger than {MAX} bytes"),
-    ("/moved", BadInput, "redirect \\(HTTP 302 to '/ok.png'\\); redirects are not followed"),
+    ("/moved", BadInput, "redirect \\(HTTP 302\\); redirects are not followed"),
     ("/missing", BadInput, "answered HTTP 404"),
     ("/slow", BadInput, "could not be fetched: Timeout: no complete answer within"),
 ])
@@ -95,6 +97,7 @@ def test_what_is_not_an_image_is_refused_naming_the_url(server, allowed, url, er
         fetch_image(f"{server.origin}{url}", allowed)
     assert type(err.value) is error
     assert f"image_url '{server.origin}{url}'" in err.value.detail
+    assert "ok.png" not in err.value.detail  # never a redirect's target (issue 35)
 
 
 @pytest.mark.parametrize("url, message", [
@@ -114,5 +117,22 @@ def test_a_closed_port_is_a_bad_input(allowed):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     closed = allowed.model_copy(update={"image_allowed_hosts": (f"http://127.0.0.1:{port}",)})
-    with pytest.raises(BadInput, match="could not be fetched: ConnectionError: cannot connect"):
+    with pytest.raises(BadInput, match="could not be fetched: ConnectionError: cannot connect") as err:
         fetch_image(f"http://127.0.0.1:{port}/a.png", closed)
+    assert err.value.detail.endswith("ConnectionError: cannot connect to its host")  # no OS words
+
+
+def test_a_refusal_says_nothing_the_network_answered(settings):
+    """Issue 35: whether an internal name resolves, where it resolves to, and whether it is one
+    of FactSieve's own services is not the client's to learn: one message for all of them."""
+    s = settings.model_copy(update={"opensearch_url": "http://127.0.0.1:9200", "image_fetch_timeout_s": 2.0})
+    said = {}
+    for name, host in (("resolves to loopback", "localhost"), ("resolves to nothing", "no-such-host.invalid"),
+                       ("a backend", "127.0.0.1:9200"), ("a literal", "10.1.2.3")):
+        with pytest.raises(BadInput) as err:
+            fetch_image(f"http://{host}/a.png", s)
+        said[name] = err.value.detail.replace(host, "HOST")
+        assert "127.0.0.1" not in said[name].replace("HOST", "") and "resolve:" not in said[name]
+    assert len(set(said.values())) == 1, said
+    assert "does not resolve" not in said["resolves to nothing"]
+

@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw
 from plugin.errors import BadInput
 from plugin.image.ocr import (TESSERACT_CODES, Reader, dominant_script, pass_image, reader,
                               text_share)
-from tests.image_drawing import card, cer, font, meme, noisy
+from tests.image_drawing import card, cer, dense_text, font, meme, noisy
 
 EN = "Scientists confirm that drinking hot water every hour does not cure the flu, says the health ministry."
 KO = "정부는 모든 국민에게 무료 백신을 제공한다고 발표했다"
@@ -138,3 +138,17 @@ def test_a_photo_without_text_reads_no_text_not_its_textures(ocr, lang):
         assert (got.text, got.text_share) == ("", 0.0), got
     got = ocr.read(noisy(2), lang)
     assert got.text == ""
+
+
+@pytest.mark.parametrize("lang", ["en", None])
+def test_a_page_of_dense_text_stops_at_the_budget(ocr, lang):
+    # issue 35: this page took 80 s; a cancelled pass counts for nothing, and no pass starts
+    # once the budget is spent (the seconds themselves are measured by scripts, not here)
+    got = ocr.read(dense_text(), lang, budget_s=1.0)
+    assert got.budget_spent
+    assert (got.text, got.confidence, got.text_share) == ("", 0.0, 0.0)
+
+
+def test_a_card_read_within_the_budget_is_not_cut(ocr):
+    got = ocr.read(card(EN), "en", budget_s=30.0)
+    assert not got.budget_spent and cer(got.text, EN) < 0.02

@@ -9,7 +9,7 @@ from plugin.image.model import PDQ_CHUNKS
 from plugin.image.ocr import reader
 from plugin.image.pdq import hamming
 from plugin.image.stage import analyse
-from tests.image_drawing import card, cer, encode, meme, photo, with_caption
+from tests.image_drawing import card, cer, dense_text, encode, meme, photo, with_caption
 
 TEXT = ("Breaking: the moon landing footage was filmed in a studio, a leaked memo shows. "
         "Share before they delete it!")
@@ -88,3 +88,13 @@ def test_a_language_without_a_pack_is_routed_by_script_not_refused(settings, ocr
     png = encode(card("Vaccines do not change your DNA"), "PNG")
     got = analyse(png, settings, lang="nl", reader=ocr, query=False)
     assert "DNA" in got.ocr.text and got.ocr.model in ("Latin", "eng")
+
+
+def test_the_ocr_budget_comes_from_the_settings_unless_given(settings, ocr):
+    data = encode(dense_text())
+    tight = settings.model_copy(update={"ocr_budget_s": 1.0})
+    got = analyse(data, tight, lang="en", reader=ocr, query=False)
+    assert got.ocr.budget_spent and got.ocr.text == "" and not got.text_heavy
+    assert got.pdq is not None  # the hash is made whatever the reading's budget
+    plain = analyse(encode(card(TEXT)), settings, lang="en", reader=ocr, query=False, ocr_budget_s=30.0)
+    assert not plain.ocr.budget_spent and cer(plain.ocr.text, TEXT) < 0.05

@@ -1,6 +1,6 @@
 """What an image adds to a match (``plugin.search.images``, ``plugin.search.image_query``): the
 OCR query set, which same-image hits count, how they join the fused list, and the signals."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -125,3 +125,13 @@ def test_image_notes_say_what_could_not_be_used():
     assert image_note(image("text"), {"ocr:": "text"}) is None
     assert "no text was read" in image_note(image(""), {})
     assert "perceptual hash" in image_note(image("t", pdq=False), {"ocr:": "t"})
+
+
+def test_an_image_note_says_when_the_ocr_budget_was_spent():
+    cut = replace(image("partial"), ocr=replace(image("partial").ocr, budget_spent=True))
+    assert image_note(cut, {"ocr:": "partial"}) == (
+        "reading the image's text stopped at its time budget (FACTSIEVE_OCR_BUDGET_S, "
+        "FACTSIEVE_OCR_API_BUDGET_S on the synchronous API): the text read before then is matched")
+    nothing = replace(cut, ocr=replace(cut.ocr, text=""))
+    assert image_note(nothing, {}).endswith("no text was read before then")
+    assert cut.to_dict()["ocr"]["budget_spent"] is True
