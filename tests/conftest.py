@@ -57,6 +57,20 @@ def embedder(settings):
 def _cleanup(store, alias: str) -> None:
     store.delete_index(f"{alias}-v*")
     store.delete_index_template(f"factsieve-{alias}")
+    delete_components(store, alias)
+
+
+def delete_components(store, alias: str) -> None:
+    """The alias' own component templates that no index template composes any more (an earlier
+    version's ``knn-<dim>``): a test run leaves none behind on the cluster."""
+    from plugin.errors import NotFound
+
+    try:
+        found = store.request("list components", "GET", f"/_component_template/factsieve-{alias}-*")
+    except NotFound:
+        return
+    for c in found.get("component_templates", []):
+        store.request("delete component", "DELETE", f"/_component_template/{c['name']}")
 
 
 @pytest.fixture

@@ -115,9 +115,15 @@ class Store:
                    name=name, body=body)
 
     def delete_index_template(self, name: str) -> None:
-        if self._call("exists index template", self.client.indices.exists_index_template, name=name):
-            self._call(f"delete index template {name}", self.client.indices.delete_index_template,
-                       name=name)
+        """The index template and the component templates it alone composes (``<name>-…``)."""
+        if not self._call("exists index template", self.client.indices.exists_index_template, name=name):
+            return
+        got = self._call(f"get index template {name}", self.client.indices.get_index_template, name=name)
+        own = [c for t in got.get("index_templates", []) for c in t["index_template"].get("composed_of", [])
+               if c.startswith(f"{name}-")]
+        self._call(f"delete index template {name}", self.client.indices.delete_index_template, name=name)
+        for c in own:
+            self._call(f"delete component template {c}", self.client.cluster.delete_component_template, name=c)
 
     def index_exists(self, name: str) -> bool:
         return bool(self._call(f"exists {name}", self.client.indices.exists, index=name))

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, delete_components
 
 API_FACTCHECKS = FIXTURES / "api" / "factchecks.jsonl"
 #: The local llama.cpp server `scripts/services.sh up` starts (SmolLM2-135M-Instruct).
@@ -72,6 +72,7 @@ def cleanup_deployment(settings, store) -> None:
                   settings.review_index, settings.decisions_index, settings.posts_index):
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
+        delete_components(store, alias)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
