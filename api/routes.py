@@ -56,16 +56,14 @@ def openapi() -> Response:
                    "FACTSIEVE_OCR_API_BUDGET_S: the match then goes on with a note.")
 def match(body: s.MatchIn) -> Response:
     from plugin.image.inputs import analyse_input
-    from plugin.search.image_query import post_text
+    from plugin.service.matching import match_post
 
     svc = services()
     image = analyse_input(body.model_dump(), svc.settings, ocr_budget_s=svc.settings.ocr_api_budget_s)
     post = body.post()
-    req = MatchRequest.from_mapping(post, budget_ms=svc.settings.rerank_budget_ms, image=image)
-    result = svc.matcher(body.config, rerank=req.rerank, tenant=g.api_key.tenant).match(req)
-    adjusted = svc.learning.adjust(g.api_key.tenant, {**post, "text": post_text(req.text, image)},
-                                   result.to_dict())
-    return reply(s.MatchOut.model_validate(adjusted))
+    found = match_post(svc.matching, MatchRequest.from_mapping(post, image=image), g.api_key.tenant,
+                       config=body.config, post=post)
+    return reply(s.MatchOut.model_validate(found.to_dict()))
 
 
 # the other areas, after these (their order is the OpenAPI document's)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from plugin.errors import BadInput
 
 if TYPE_CHECKING:
+    from plugin.search.result import Match
     from plugin.search.retrieval import RetrievalConfig
     from plugin.service.services import Services
 
@@ -63,22 +64,23 @@ CONFIDENCE_LEGEND = ("  confidence: the calibrated chance that the fact-check ad
 SCORE_LEGEND = "  [score]: the fused ranking score (this configuration has no confidence model)"
 
 
-def match_lines(result: Any) -> list[str]:
+def match_lines(result: Match) -> list[str]:
     """A match result as the CLI prints it. Each match leads with its calibrated confidence, the
     number a person can act on (0.97 means about 97 in 100 such matches address the post), where
     the configuration has a confidence model; otherwise with the fused score in brackets, which
     only orders the matches. A legend line says which."""
     lines = [f"  language: {result.lang or '?'}   ({result.took_ms:.0f} ms)"]
-    image = getattr(result, "image", None)
+    image = result.image
+    matches = [c.to_dict() for c in result.candidates]
     if image is not None:
         text = " ".join(((image.get("ocr") or {}).get("text") or "").split())
         lines.append(f"  text read from the image: {text!r}" if text else "  text read from the image: none")
-    if not result.matches:
+    if not matches:
         lines.append("  no matches")
-    calibrated = bool(result.matches) and all(m.get("confidence") is not None for m in result.matches)
-    if result.matches:
+    calibrated = bool(matches) and all(m.get("confidence") is not None for m in matches)
+    if matches:
         lines.append(CONFIDENCE_LEGEND if calibrated else SCORE_LEGEND)
-    for m in result.matches:
+    for m in matches:
         extra = ", ".join(x for x in (m.get("lang"), m.get("rating"), m.get("url")) if x)
         lead = f"{m['confidence']:.3f}" if calibrated else f"[{m['score']:.4f}]"
         lines.append(f"  {m['rank']:>2}. {lead} {m['claim']}" + (f"  ({extra})" if extra else ""))
@@ -88,7 +90,7 @@ def match_lines(result: Any) -> list[str]:
     return lines
 
 
-def print_matches(result: Any, header: str | None = None) -> None:
+def print_matches(result: Match, header: str | None = None) -> None:
     if header:
         print(header)
     print("\n".join(match_lines(result)))

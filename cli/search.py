@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from plugin.search.request import MatchRequest
+from plugin.search.result import Match
+from plugin.service.keys import DEFAULT_TENANT, check_tenant
+from plugin.service.matching import match_post
 from plugin.service.services import Services
 
 from cli.common import dump, print_matches
@@ -17,7 +20,6 @@ def cmd_match(args: argparse.Namespace, services: Services) -> int:
     """Match one post on the fusion path(s) ``--fusion`` asks for; with ``--rerank``, within the
     live budget (FACTSIEVE_RERANK_BUDGET_MS) as the API does. The JSON says which path fused
     (``fusion``: the one that did, which is client-side where a hybrid query does not fit)."""
-    budget = services.settings.rerank_budget_ms if args.rerank else None
     image = None
     if args.image is not None:
         from plugin.image.inputs import read_image_file
@@ -26,13 +28,13 @@ def cmd_match(args: argparse.Namespace, services: Services) -> int:
 
         image = analyse(read_image_file(args.image, services.settings.image_max_bytes),
                         services.settings, lang=check_lang(args.lang))
-    req = MatchRequest.from_mapping(vars(args), budget_ms=budget, image=image)
+    req = MatchRequest.from_mapping(vars(args), image=image)
     cfg = services.config(args.config)
-    results: list[Any] = []
+    results: list[Match] = []
 
     def run(settings: Any) -> dict[str, Any]:
-        results.append(services.matcher(cfg.name, rerank=args.rerank,
-                                        server_fusion=settings.server_fusion).match(req))
+        results.append(match_post(services.matching, req, check_tenant(args.tenant), config=cfg.name,
+                                  server_fusion=settings.server_fusion))
         return results[-1].to_dict()
 
     out = by_fusion(args, services, {cfg.name: cfg}, run)
@@ -60,20 +62,22 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
           f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
     # the best configuration, reranking within a live request's budget (fused order, said in a
     # note, where its reranker is not built or the post's language is outside it)
-    matcher = services.matcher(args.config, rerank=True)
-    print(f"configuration: {matcher.config.name}")
+    print(f"configuration: {services.config(args.config).name}")
     posts = [json.loads(line) for line in (args.samples / "demo_posts.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
 
+    def matcher(request: MatchRequest) -> Match:
+        return match_post(services.matching, request, DEFAULT_TENANT, config=args.config)
+
     def request(text: str) -> MatchRequest:
-        return MatchRequest(text=text, k=args.k, rerank=True, rerank_budget_ms=settings.rerank_budget_ms)
+        return MatchRequest(text=text, k=args.k, rerank=True)
 
     if posts:  # warm-up: loads the models and measures the reranker's cost per pair, as a live
-        matcher.match(request(posts[0]["text"]))  # server's first request does
+        matcher(request(posts[0]["text"]))  # server's first request does
     for post in posts:
-        result = matcher.match(request(post["text"]))
+        result = matcher(request(post["text"]))
         print_matches(result, header=f"\n{post['note']}:\n  \"{' '.join(post['text'].split())}\"")
-        found = [m["rank"] for m in result.matches if m["id"] in set(post.get("expect", []))]
+        found = [c.rank for c in result.candidates if c.id in set(post.get("expect", []))]
         print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not in the top ' + str(args.k)}")
     demo_image_post(services, args.samples, matcher, request(""))
     from cli.desk import demo_desk
@@ -97,9 +101,9 @@ def demo_image_post(services: Services, samples: Path, matcher: Any, request: Ma
 
     path = samples / "images" / "russian-flag-texas-capitol-reshared.jpg"
     image = analyse(read_image_file(path, services.settings.image_max_bytes), services.settings)
-    result = matcher.match(replace(request, text="", image=image))
+    result = matcher(replace(request, text="", image=image))
     print_matches(result, header=f"\nAn image post with no text of its own ({path.relative_to(samples.parent)}):")
-    found = [m["rank"] for m in result.matches if m["id"] == "clef-21"]
+    found = [c.rank for c in result.candidates if c.id == "clef-21"]
     print(f"  known fact-check: {'found at rank ' + str(found[0]) if found else 'not among the matches'}")
 
 
@@ -128,6 +132,8 @@ def register(sub: Any, add: Any) -> None:
                     help="rerank with the configuration's cross-encoder within FACTSIEVE_RERANK_BUDGET_MS, "
                          "as the API's `rerank` does")
     sp.add_argument("-k", type=int, default=10, help="number of matches")
+    sp.add_argument("--tenant", default=DEFAULT_TENANT,
+                    help="the tenant whose desk's learning applies (memory, recalibrated confidence)")
     sp.add_argument("--allow", action="append", help="only this domain/publisher (repeatable)")
     sp.add_argument("--deny", action="append", help="never this domain/publisher (repeatable)")
     sp.add_argument("--json", action="store_true", help="print JSON (with `fusion`: the path that fused)")

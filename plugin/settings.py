@@ -135,6 +135,11 @@ class Settings(BaseSettings):
     #: ``POST /v1/match`` with ``rerank``: the cross-encoder's time budget when the request names
     #: none; only the fused head's pairs that fit are reranked (``Matcher``, ``pairs_within``).
     rerank_budget_ms: float = Field(default=150.0, gt=0, le=60_000)
+    #: Jobs (posts, rerank jobs) that name no configuration use this one when the deployment has
+    #: it (``plugin.service.matching``): the reranked one, as workers have time.
+    job_retrieval_config: str | None = "hybrid-rerank"
+    #: The cross-encoder's budget in a job; ``None``: every pair of the configuration's head.
+    job_rerank_budget_ms: float | None = Field(default=None, gt=0, le=60_000)
 
     # -- HTTP API, workers, webhooks (api/, workers/) ------------------------------------------
     #: Namespace of every Redis key FactSieve writes (API keys, jobs, webhooks, Celery queues),

@@ -25,6 +25,7 @@ from plugin.service.keys import Scope  # noqa: E402
 from plugin.service.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
+from plugin.search.result import Match  # noqa: E402
 
 
 def match_result(i: int) -> dict:
@@ -59,7 +60,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for i in range(args.items):
             desk.record_item(tenant, f"post-{i}", f"post text {i}", "en", "2024-02-01", None,
-                             match_result(i), {"retrieval_config": "hybrid-rrf"})
+                             Match.from_dict(match_result(i), {"retrieval_config": "hybrid-rrf"}))
         record_s = time.perf_counter() - t0
         per_request = []
         t0 = time.perf_counter()

@@ -24,6 +24,7 @@ from plugin.lab.evaluate.metrics import evaluate_run
 from plugin.search.calibration import expected_calibration_error
 from plugin.search.request import MatchRequest
 from plugin.settings import Settings
+from plugin.service.matching import Occasion, config_for, match_post
 
 #: the items a reviewer sees per post (the desk's keys confirm candidates 1 to 5)
 SHOWN = 5
@@ -123,20 +124,22 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
     bounds = batch_bounds(batches, len(deciding))
     tenant = tenant or f"sim-{uuid.uuid4().hex[:8]}"
     oracle = Oracle(qrels)
-    config_name = services.config(config).name
+    config_name = services.config(config_for(services.settings, services.matching.configs, config,
+                                             Occasion.JOB)).name
     # scored over the eval split alone (a query of another split would count as a miss)
     eval_qrels = {str(q["id"]): qrels[str(q["id"])] for q in evaluating}
 
     def evaluate() -> dict[str, Any]:
-        """The eval split as ``POST /v1/match`` answers the tenant: reranked where the
-        configuration reranks (by the tenant's champion once it has one), then learning."""
+        """The eval split as the post job answers the tenant (the one match path): reranked
+        where the configuration reranks (by the tenant's champion once it has one), then
+        learning."""
         started = time.perf_counter()
-        matcher = services.matcher(config, rerank=None, tenant=tenant)
         run = {}
         for q in evaluating:
             post = {"text": q["text"], "lang": q.get("lang"), "k": 10}
-            matched = matcher.match(MatchRequest.from_mapping(post))
-            run[str(q["id"])] = services.learning.adjust(tenant, post, matched.to_dict())["matches"]
+            found = match_post(services.matching, MatchRequest.from_mapping(post), tenant, config=config,
+                               occasion=Occasion.JOB, post=post)
+            run[str(q["id"])] = found.to_dict()["matches"]
         return {**score(run, eval_qrels, speeds.tier(tenant)), "eval_seconds": round(time.perf_counter() - started, 1)}
 
     report: dict[str, Any] = {"dataset": dataset.name, "tenant": tenant, "decide_split": decide_split,
@@ -153,8 +156,8 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
             post = {"id": post_id, "text": q["text"], "lang": q.get("lang")}
             if q.get("date"):
                 post["date"] = q["date"]
-            run_post(services, {"id": f"job-{post_id}", "tenant": tenant, "input": {"post": post}},
-                     lambda delivery_id: None)
+            run_post(services, {"id": f"job-{post_id}", "tenant": tenant,
+                                "input": {"post": post, "config": config_name}}, lambda delivery_id: None)
             item = services.review.item(tenant, post_id)
             if item["status"] != "pending":  # decided already (auto-confirmed): the oracle leaves it
                 continue

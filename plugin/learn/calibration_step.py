@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from plugin.errors import DecisionConflict, NotFound
+from plugin.search.result import Match
 
 log = logging.getLogger(__name__)
 
@@ -44,50 +46,47 @@ class Recalibration:
     def __init__(self, recalibrations: Any) -> None:
         self.recalibrations = recalibrations
 
-    def apply(self, tenant: str, post: Mapping[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, tenant: str, post: Mapping[str, Any], result: Match) -> Match:
         from plugin.learn.calibration_store import packaged_sha256
 
         found = self.recalibrations.model(tenant)
-        if found is None or not result.get("matches"):
+        if found is None or not result.candidates:
             return result
         model, record = found
-        name = calibrator_of(result.get("config"))
+        name = calibrator_of(result.config)
         sits_on = record.get("calibrator") or {}
         if name is None or sits_on.get("name") != name or sits_on.get("sha256") != packaged_sha256(name):
             return result
-        lang = result.get("lang")
-        matches = []
-        for i, m in enumerate(result["matches"]):
-            if m.get("confidence") is None or m.get("reason") == CONFIRMED_BY_DESK:
-                matches.append(m)
+        out = []
+        for i, c in enumerate(result.candidates):
+            if c.confidence is None or c.reason == CONFIRMED_BY_DESK:
+                out.append(c)
                 continue
-            packaged = m.get("confidence_packaged", m["confidence"])
-            matches.append({**m, "confidence": round(model.predict(packaged, lang, i == 0), 4),
-                            "confidence_packaged": packaged})
-        changed = any(m is not old for m, old in zip(matches, result["matches"]))
-        return {**result, "matches": matches} if changed else result
+            packaged = c.confidence if c.confidence_packaged is None else c.confidence_packaged
+            out.append(replace(c, confidence=round(model.predict(packaged, result.lang, i == 0), 4),
+                               confidence_packaged=packaged))
+        return replace(result, candidates=tuple(out))
 
 
-def auto_confirm(services: Any, tenant: str, post_id: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
+def auto_confirm(services: Any, tenant: str, post_id: str, result: Match) -> dict[str, Any] | None:
     """Confirm the post's top match without a person when the tenant opted in
     (``TenantRules.auto_confirm``), has an auto-confirm tier, and the top match's (recalibrated)
     confidence reaches it: a decision with origin ``auto`` (its ``match.confirmed`` says
     ``"auto": true``), shown in the desk's history and undone like any other. Returns the
     decision, or ``None``. Idempotent: an item already decided (a job run twice, or a reviewer
     first) or never queued is left alone."""
-    matches = result.get("matches") or []
-    if not matches or not services.review_rules.for_tenant(tenant).auto_confirm:
+    top = result.best
+    if top is None or not services.review_rules.for_tenant(tenant).auto_confirm:
         return None
-    top = matches[0]
     record = services.recalibrations.get(tenant)
     threshold = ((record or {}).get("tier") or {}).get("threshold")
-    if threshold is None or top.get("confidence") is None or top["confidence"] < threshold:
+    if threshold is None or top.confidence is None or top.confidence < threshold:
         return None
-    if top.get("confidence_packaged") is None:  # not served by this tenant's map
+    if top.confidence_packaged is None:  # not served by this tenant's map
         return None
     try:
         (decision,) = services.review.decide(tenant, AUTO_ACTOR, [
-            {"post_id": post_id, "action": "confirm", "factcheck_id": top["id"]}], origin="auto")
+            {"post_id": post_id, "action": "confirm", "factcheck_id": top.id}], origin="auto")
     except (DecisionConflict, NotFound) as exc:
         log.info("post %s of tenant %s not auto-confirmed: %s", post_id, tenant, exc.detail)
         return None

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from plugin.learn.calibrate import logit, sigmoid
+from plugin.search.result import Match
 
 #: the synthetic tenant's true map from the packaged confidence: ``(a, b)``
 TRUE_MAP = (1.6, -0.9)
@@ -63,8 +64,8 @@ def record_through_desk(desk: Any, tenant: str, decisions: list[dict[str, Any]],
                     "confidence": c["confidence"]} for c in d["candidates"]]
         calibrator = d["versions"]["calibrator"]
         desk.record_item(tenant, d["post_id"], "a post", d["post_lang"], None, None,
-                         {"matches": matches, "config": calibrator, "reranked": False},
-                         {"retrieval_config": calibrator, "calibrator": calibrator})
+                         Match.from_dict({"matches": matches, "config": calibrator, "reranked": False},
+                                         {"retrieval_config": calibrator, "calibrator": calibrator}))
     wanted = [{"post_id": d["post_id"], "action": d["action"],
                **({"factcheck_id": d["factcheck_id"]} if d["factcheck_id"] else {})} for d in decisions]
     for start in range(0, len(wanted), 200):

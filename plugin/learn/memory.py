@@ -21,13 +21,14 @@ decision). A confirm says nothing about the other candidates shown with it: they
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from plugin.models import STORED_FIELDS
 from plugin.review.model import Action, superseded
 from plugin.search.duplicates import DUPLICATE_JACCARD, similar, words
 from plugin.search.normalize import normalize_post
+from plugin.search.result import Candidate, Match
 
 #: the reason a match carries when the desk confirmed it for this post or a re-post of it
 CONFIRMED_BY_DESK = "confirmed-by-desk"
@@ -144,41 +145,40 @@ def memory_confidence(v: Verdict, matched: float | None = None) -> float:
     return max(said, matched) if matched is not None else said
 
 
-def fetched_match(factcheck_id: str, source: Mapping[str, Any]) -> dict[str, Any]:
+def fetched_match(factcheck_id: str, source: Mapping[str, Any]) -> Candidate:
     """A match for a confirmed fact-check the matcher did not return (from its stored fields):
     no retrieval score, nothing to explain but the memory."""
-    return {"id": factcheck_id, "score": 0.0, "rank": 0, "confidence": None,
-            **{name: source.get(name) for name in STORED_FIELDS if name != "id"}, "explain": {}}
+    return Candidate(id=factcheck_id, score=0.0, rank=0, confidence=None,
+                     fields={name: source.get(name) for name in STORED_FIELDS if name != "id"})
 
 
-def remembered(result: Mapping[str, Any], said: Mapping[str, Verdict],
-               fetched: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def remembered(result: Match, said: Mapping[str, Verdict],
+               fetched: Mapping[str, Mapping[str, Any]] | None = None) -> Match:
     """``result`` with the desk's word applied: rejected pairs dropped, confirmed ones first
     (closest post first; ``fetched``: sources of confirmed fact-checks missing from the matches),
     marked and given ``memory_confidence``; ranks renumbered 1… in the new order. At most as many
-    matches as before (one when there were none). Unchanged (the same dict) when the desk said
+    matches as before (one when there were none). Unchanged (the same match) when the desk said
     nothing about any of them."""
-    matches = list(result.get("matches") or [])
-    have = {m["id"] for m in matches}
+    matches = list(result.candidates)
+    have = {m.id for m in matches}
     confirmed = [v for v in said.values() if v.confirmed]
     confirmed.sort(key=lambda v: not v.same_post)  # stable: said's order (closest first) otherwise
     add = [v for v in confirmed if v.factcheck_id not in have and v.factcheck_id in (fetched or {})]
-    if not add and not any(m["id"] in said for m in matches):
+    if not add and not any(m.id in said for m in matches):
         return result
-    by_id = {m["id"]: m for m in matches}
+    by_id = {m.id: m for m in matches}
     by_id.update({v.factcheck_id: fetched_match(v.factcheck_id, (fetched or {})[v.factcheck_id])
                   for v in add})
     first = []
     for v in confirmed:
         m = by_id.get(v.factcheck_id)
         if m is not None:
-            first.append({**m, "confidence": memory_confidence(v, m.get("confidence")),
-                          "reason": CONFIRMED_BY_DESK,
-                          "memory": {"post_id": v.post_id, "similarity": v.similarity,
-                                     "decision_id": v.decision_id}})
-    rest = [m for m in matches if m["id"] not in said]
+            first.append(replace(m, confidence=memory_confidence(v, m.confidence), reason=CONFIRMED_BY_DESK,
+                                 memory={"post_id": v.post_id, "similarity": v.similarity,
+                                         "decision_id": v.decision_id}))
+    rest = [m for m in matches if m.id not in said]
     out = (first + rest)[:max(len(matches), 1)]
-    return {**result, "matches": [{**m, "rank": i} for i, m in enumerate(out, 1)]}
+    return replace(result, candidates=tuple(replace(m, rank=i) for i, m in enumerate(out, 1)))
 
 
 class PostReader(Protocol):
@@ -214,7 +214,7 @@ class Memory:
         found = self.posts.neighbours(tenant, self.posts.vector(text), self.k) if text else []
         return near_duplicates(post.get("id"), found, self.min_similarity, text, self.same_claim)
 
-    def apply(self, tenant: str, post: Mapping[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, tenant: str, post: Mapping[str, Any], result: Match) -> Match:
         if not self.posts.has_decisions(tenant):
             return result
         near = self.near(tenant, post)
@@ -224,6 +224,6 @@ class Memory:
         said = verdicts(near, live, post.get("id"))
         if not said:
             return result
-        have = {m["id"] for m in result.get("matches") or ()}
+        have = {m.id for m in result.candidates}
         missing = [fc for fc, v in said.items() if v.confirmed and fc not in have]
         return remembered(result, said, self.posts.factchecks(missing) if missing else {})

@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from plugin.search.result import Match
+
 
 def synthetic_posts(queries: list[dict[str, Any]], qrels: dict[str, set[str]], factcheck_ids: list[str],
                     n: int, *, seed: int = 0, shown: int = 5, none_share: float = 0.1) -> list[dict[str, Any]]:
@@ -36,8 +38,8 @@ def record_posts(desk: Any, tenant: str, posts: list[dict[str, Any]], actor: str
         matches = [{"id": f, "rank": k + 1, "score": round(0.05 / (k + 1), 4), "confidence": None}
                    for k, f in enumerate(p["candidates"])]
         desk.record_item(tenant, p["post_id"], p["text"], p["lang"], None, None,
-                         {"matches": matches, "config": "synthetic", "reranked": False},
-                         {"retrieval_config": "synthetic"})
+                         Match.from_dict({"matches": matches, "config": "synthetic", "reranked": False},
+                                         {"retrieval_config": "synthetic"}))
     wanted = [{"post_id": p["post_id"], "action": p["action"],
                **({"factcheck_id": p["factcheck_id"]} if p["factcheck_id"] else {})} for p in posts]
     for start in range(0, len(wanted), 200):

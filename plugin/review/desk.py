@@ -29,6 +29,8 @@ from plugin.settings import Settings
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
+    from plugin.search.request import MatchRequest
+    from plugin.search.result import Match
 
 #: (tenant, recorded decisions, the items they decided, {undo id: the decision it took back})
 #: → planned webhook deliveries
@@ -69,15 +71,16 @@ class ReviewDesk:
     """The review queue and decision log of every tenant (each call names its tenant)."""
 
     def __init__(self, store: Store, settings: Settings, *,
-                 matcher: Callable[[], Any] | None = None, notify: Notify | None = None,
+                 search: Callable[[str, MatchRequest], Match] | None = None, notify: Notify | None = None,
                  rules: Callable[[str], TenantRules] | None = None,
                  clock: Callable[[], str] = now_iso) -> None:
         self.store = store
         self.settings = settings
         self.items = settings.review_index
         self.log = settings.decisions_index
-        #: the matcher manual matches search with (``Services.matcher``), built on first use
-        self._matcher = matcher
+        #: ``(tenant, request) -> Match``: the one match path (``plugin.service.matching``), which
+        #: a reviewer's manual search goes through like every other match
+        self._search = search
         #: plans and sends the webhooks of recorded decisions (``plugin.review.events``)
         self.notify = notify
         #: a tenant's review rules (``Services.review_rules.for_tenant``); none: queue every post
@@ -95,8 +98,8 @@ class ReviewDesk:
 
     # -- items ----------------------------------------------------------------------------------
     def record_item(self, tenant: str, post_id: str, post_text: str, post_lang: str | None,
-                    post_date: str | None, source_url: str | None, result: dict[str, Any],
-                    versions: dict[str, Any], image: ImageAnalysis | None = None) -> bool:
+                    post_date: str | None, source_url: str | None, match: Match,
+                    image: ImageAnalysis | None = None) -> bool:
         """A pending item for a matched post; without matches too, with ``candidates: []`` (a
         reviewer answers "none of these", "not a claim" or matches one by hand). A post matched
         again (a resubmission, a redelivered job) refreshes a pending item's candidates and
@@ -105,15 +108,15 @@ class ReviewDesk:
         The tenant's rules (``plugin.review.rules``) are applied here, the one place items are
         made: a post they keep out makes no item and leaves an existing one as it is. Returns
         whether the rules queue the post."""
-        cands = candidates_of(result.get("matches") or [], bool(result.get("reranked")))
+        cands = candidates_of(match.candidates, match.reranked)
         best = cands[0]["confidence"] if cands else None
         if not self.rules(tenant).queues(post_lang, best, bool(cands)):
             return False
         self.ensure()
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
-                           date=post_date, source_url=source_url, config=result.get("config"),
-                           versions=versions, candidates=cands, created_at=self.clock(), image=image)
+                           date=post_date, source_url=source_url, config=match.config or None,
+                           versions=match.versions, candidates=cands, created_at=self.clock(), image=image)
         try:
             self.store.put(self.items, doc_id, body, create=True)
             return True
@@ -311,17 +314,17 @@ class ReviewDesk:
 
     # -- manual search and export --------------------------------------------------------------
     def search_factchecks(self, tenant: str, text: str, k: int = 10) -> list[dict[str, Any]]:
-        """Fact-checks for a reviewer's search text (the matcher, so the same hybrid retrieval
+        """Fact-checks for a reviewer's search text (the one match path, so the same retrieval
         as the queue's candidates), best first."""
         from plugin.search.request import MatchRequest
 
-        if self._matcher is None:
+        if self._search is None:
             raise NotFound("this process has no matcher for manual search")
-        result = self._matcher().match(MatchRequest.from_mapping({"text": text, "k": k})).to_dict()
-        return [{"factcheck_id": m["id"], "claim": m.get("claim"), "rating": m.get("rating"),
-                 "publisher": m.get("publisher"), "date": m.get("published_at"),
-                 "url": m.get("url"), "lang": m.get("lang"), "score": m.get("score")}
-                for m in result["matches"]]
+        found = self._search(tenant, MatchRequest.from_mapping({"text": text, "k": k}))
+        return [{"factcheck_id": c.id, "claim": c.fields.get("claim"), "rating": c.fields.get("rating"),
+                 "publisher": c.fields.get("publisher"), "date": c.fields.get("published_at"),
+                 "url": c.fields.get("url"), "lang": c.fields.get("lang"), "score": c.score}
+                for c in found.candidates]
 
     def export(self, tenant: str, since: str | None = None, *,
                page_size: int = 500) -> Iterator[dict[str, Any]]:

@@ -15,6 +15,7 @@ from plugin.errors import ContentTooLarge, InvalidRequest
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
+    from plugin.search.result import Candidate
 
 #: how many of a post's matches a review item keeps: the ones a reviewer can confirm by key (1–5)
 MAX_CANDIDATES = 5
@@ -122,21 +123,22 @@ def signals_of(explain: Mapping[str, Any] | None, reranked: bool) -> dict[str, A
             "reranked": bool(reranked and rerank is not None), "rerank_score": rerank}
 
 
-def candidates_of(matches: Iterable[Mapping[str, Any]], reranked: bool,
+def candidates_of(matches: Iterable[Candidate], reranked: bool,
                   limit: int = MAX_CANDIDATES) -> list[dict[str, Any]]:
-    """A review item's candidates from a match result's ``matches``, best first."""
+    """A review item's candidates (its stored shape) from a match's candidates, best first."""
     out = []
     for i, m in enumerate(matches):
         if i >= limit:
             break
-        out.append({"factcheck_id": m["id"], "claim": m.get("claim"), "rating": m.get("rating"),
-                    "publisher": m.get("publisher"), "date": m.get("published_at"),
-                    "url": m.get("url"), "lang": m.get("lang"), "rank": m.get("rank", i + 1),
-                    "score": m.get("score"), "confidence": m.get("confidence"),
-                    "confidence_packaged": m.get("confidence_packaged"),  # plugin.learn
-                    "signals": {**signals_of(m.get("explain"), reranked),
+        f = m.fields
+        out.append({"factcheck_id": m.id, "claim": f.get("claim"), "rating": f.get("rating"),
+                    "publisher": f.get("publisher"), "date": f.get("published_at"),
+                    "url": f.get("url"), "lang": f.get("lang"), "rank": m.rank,
+                    "score": m.score, "confidence": m.confidence,
+                    "confidence_packaged": m.confidence_packaged,  # plugin.learn
+                    "signals": {**signals_of(m.explain, reranked),
                                 # what found it: same-image (with its distance), ocr, text
-                                "found_by": list(m.get("signals") or [])}})
+                                "found_by": list(m.signals or [])}})
     return out
 
 

@@ -77,3 +77,101 @@ def match_dict(f: Fused, rerank_score: float | None = None,
     return {"id": f.id, "score": round(f.score, 6), "rank": f.rank,
             "confidence": None if confidence is None else round(confidence, 4),
             **{name: src.get(name) for name in STORED_FIELDS if name != "id"}, "explain": explain}
+
+
+#: what learning may add to a match, in the order a match's JSON shows it
+_LEARNED = ("reason", "memory", "confidence_packaged")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fact-check a match answers with, typed from the matcher through learning, the desk,
+    auto-confirm and webhooks; ``to_dict`` is its JSON (the API's, a webhook's, a job's), the
+    one place that shape is written."""
+    id: str
+    score: float
+    rank: int
+    confidence: float | None
+    #: the stored fact-check fields (``models.STORED_FIELDS`` but ``id``), ``None`` where unset
+    fields: dict[str, Any]
+    #: each sub-query's (and the reranker's) rank and score (``match_dict``)
+    explain: dict[str, Any] = field(default_factory=dict)
+    #: what found it (``plugin.search.images.signals``); ``None`` for a match learning added
+    signals: Any = None
+    #: ``confirmed-by-desk`` when the tenant's memory put it here (``plugin.learn.memory``)
+    reason: str | None = None
+    memory: dict[str, Any] | None = None
+    #: the packaged confidence when the tenant's recalibration replaced ``confidence``
+    confidence_packaged: float | None = None
+
+    @property
+    def claim(self) -> str | None:
+        return self.fields.get("claim")
+
+    @classmethod
+    def from_dict(cls, m: dict[str, Any]) -> Candidate:
+        known = {"id", "score", "rank", "confidence", "explain", "signals", *STORED_FIELDS, *_LEARNED}
+        unknown = set(m) - known
+        if unknown:
+            raise ValueError(f"a match has fields no Candidate knows: {sorted(unknown)}")
+        return cls(id=m["id"], score=m["score"], rank=m["rank"], confidence=m.get("confidence"),
+                   fields={name: m.get(name) for name in STORED_FIELDS if name != "id"},
+                   explain=m.get("explain") or {}, signals=m.get("signals"),
+                   **{k: m.get(k) for k in _LEARNED})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"id": self.id, "score": self.score, "rank": self.rank, "confidence": self.confidence,
+               **self.fields, "explain": self.explain}
+        if self.signals is not None:
+            out["signals"] = self.signals
+        for k in _LEARNED:
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """What matching a post answers, after the tenant's learning (``plugin.service.matching``):
+    typed between the stages, ``to_dict`` at the edges (the API's ``MatchOut``, ``post.matched``
+    payloads, job records). ``versions`` (the models that served it) and ``features`` (the
+    calibration features, for the lab) stay off the JSON."""
+    lang: str | None
+    config: str
+    took_ms: float
+    candidates: tuple[Candidate, ...]
+    reranked: bool = False
+    notes: tuple[str, ...] = ()
+    image: dict[str, Any] | None = None
+    fusion: str = "client"
+    versions: dict[str, Any] = field(default_factory=dict)
+    features: Any = None
+
+    @classmethod
+    def of(cls, result: MatchResult, versions: dict[str, Any] | None = None) -> Match:
+        """The matcher's result as a typed match (before learning)."""
+        return cls(lang=result.lang, config=result.config, took_ms=result.took_ms,
+                   candidates=tuple(Candidate.from_dict(m) for m in result.matches),
+                   reranked=result.reranked, notes=tuple(result.notes), image=result.image,
+                   fusion=result.fusion, versions=dict(versions or {}), features=result.features)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], versions: dict[str, Any] | None = None) -> Match:
+        """A match read back from its JSON (a test's table, a stored job result, a synthetic
+        desk's), with the ``versions`` that served it."""
+        return cls(lang=d.get("lang"), config=d.get("config") or "", took_ms=d.get("took_ms", 0.0),
+                   candidates=tuple(Candidate.from_dict(m) for m in d.get("matches") or ()),
+                   reranked=bool(d.get("reranked")), notes=tuple(d.get("notes") or ()), image=d.get("image"),
+                   versions=dict(versions or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"lang": self.lang, "config": self.config, "took_ms": round(self.took_ms, 2),
+               "reranked": self.reranked, "notes": list(self.notes),
+               "matches": [c.to_dict() for c in self.candidates]}
+        if self.image is not None:
+            out["image"] = self.image
+        return out
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None

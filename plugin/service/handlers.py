@@ -16,8 +16,9 @@ from plugin.ingest import Format, parse_bytes
 from plugin.learn.calibration_step import auto_confirm
 from plugin.search.image_query import post_text
 from plugin.search.request import MatchRequest
-from plugin.search.versions import versions_of
+from plugin.search.result import Match
 from plugin.owners import Writer
+from plugin.service.matching import Occasion, match_post
 from plugin.service.services import Services
 from plugin.search.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
@@ -26,9 +27,6 @@ from plugin.service.webhooks import Event, wants
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
-
-RERANK_CONFIG = "hybrid-rerank"
-
 
 def verify_request(inp: dict[str, Any]) -> VerifyRequest:
     """A ``VerifyRequest`` from a job's JSON input (dates as ISO strings)."""
@@ -59,21 +57,12 @@ def run_verify(services: Services, job: dict[str, Any],
     return result
 
 
-def rerank_config(services: Services, requested: str | None) -> str | None:
-    """The configuration a rerank job uses: the requested one, else ``hybrid-rerank`` when the
-    deployment has it, else the default."""
-    if requested:
-        return requested
-    from plugin.search.retrieval import load_configs
-
-    return RERANK_CONFIG if RERANK_CONFIG in load_configs() else None
-
-
 def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:
+    """A reranked match, on the one match path as a job (``plugin.service.matching``)."""
     inp = job["input"]
-    matcher = services.matcher(rerank_config(services, inp.get("config")), rerank=True,
-                               tenant=job.get("tenant", DEFAULT_TENANT))
-    result = matcher.match(MatchRequest.from_mapping({**inp, "rerank": True})).to_dict()
+    result = match_post(services.matching, MatchRequest.from_mapping({**inp, "rerank": True}),
+                        job.get("tenant", DEFAULT_TENANT), config=inp.get("config"),
+                        occasion=Occasion.JOB, post=inp).to_dict()
     if result["notes"]:
         result["note"] = " ".join(result["notes"])
     return result
@@ -95,14 +84,14 @@ def run_evidence(services: Services, job: dict[str, Any]) -> dict[str, Any]:
                                          writer=Writer.of_job(job)).to_dict()
 
 
-def best_score(matches: list[dict[str, Any]]) -> float | None:
+def best_score(match: Match) -> float | None:
     """What a subscription's ``min_score`` is compared with: the best match's calibrated
     confidence (a probability), or its fused score under a configuration without a confidence
     model; ``None`` without matches."""
-    if not matches:
+    top = match.best
+    if top is None:
         return None
-    top = matches[0]
-    return top["confidence"] if top.get("confidence") is not None else top["score"]
+    return top.confidence if top.confidence is not None else top.score
 
 
 def post_image(services: Services, job: dict[str, Any]) -> ImageAnalysis | None:
@@ -121,26 +110,26 @@ def post_image(services: Services, job: dict[str, Any]) -> ImageAnalysis | None:
 
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
-    """Match a post (with its filters and rerank budget, when it gives them) as the tenant's desk
-    taught (``Services.learning``), remember it (``Services.posts``), record its review item
-    (``ReviewDesk.record_item``, which applies the tenant's review rules), auto-confirm it when
-    the tenant opted in, then plan and enqueue a ``post.matched`` delivery for every
-    subscription whose filters it passes and whose threshold its best match clears."""
+    """Match a post on the one match path as a job (``plugin.service.matching``: reranked where
+    its configuration reranks, the tenant's learning applied), remember it (``Services.posts``),
+    record its review item (``ReviewDesk.record_item``, which applies the tenant's review rules),
+    auto-confirm it when the tenant opted in, then plan and enqueue a ``post.matched`` delivery
+    for every subscription whose filters it passes and whose threshold its best match clears."""
     given = job["input"]["post"]
     tenant = job.get("tenant", DEFAULT_TENANT)
-    matcher = services.matcher(job["input"].get("config"))
     image = post_image(services, job)
-    matched = matcher.match(MatchRequest.from_mapping(given, image=image))
+    found = match_post(services.matching, MatchRequest.from_mapping(given, image=image), tenant,
+                       config=job["input"].get("config"), occasion=Occasion.JOB, post=given)
     # what the desk, the memory and webhooks see of a post with an image: its caption and the
     # text read from the image as its text (the image itself is in the result)
     post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
-    result = services.learning.adjust(tenant, post, matched.to_dict())
-    services.posts.remember(tenant, post, result["lang"])  # what later posts are compared with
-    best = best_score(result["matches"])
+    result = found.to_dict()
+    services.posts.remember(tenant, post, found.lang)  # what later posts are compared with
+    best = best_score(found)
     # the review item first: a post whose item could not be written is retried, not delivered
-    services.review.record_item(tenant, post["id"], post["text"], result["lang"], post.get("date"),
-                                post.get("url"), result, versions_of(matcher, matched), image=image)
-    auto_confirm(services, tenant, post["id"], result)  # above the tenant's tier, when opted in
+    services.review.record_item(tenant, post["id"], post["text"], found.lang, post.get("date"),
+                                post.get("url"), found, image=image)
+    auto_confirm(services, tenant, post["id"], found)  # above the tenant's tier, when opted in
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):

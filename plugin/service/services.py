@@ -18,6 +18,7 @@ from plugin.owners import Writer
 from plugin.service.jobs import JobStore
 from plugin.service.keys import KeyStore
 from plugin.service.kv import KV
+from plugin.service.matching import MatchParts
 from plugin.search.matcher import Matcher
 from plugin.search.retrieval import RetrievalConfig, get_config
 from plugin.settings import Settings
@@ -124,8 +125,10 @@ class Services:
         from plugin.review.desk import ReviewDesk
         from plugin.review.events import notifier
 
+        from plugin.service.matching import match_post
+
         return self._get("review", lambda: ReviewDesk(
-            self.store, self.settings, matcher=self.matcher,
+            self.store, self.settings, search=lambda tenant, req: match_post(self.matching, req, tenant),
             notify=notifier(self.webhooks, self._send_delivery),
             rules=lambda tenant: self.review_rules.for_tenant(tenant)))
 
@@ -173,6 +176,15 @@ class Services:
         """A named retrieval configuration (the settings' default when ``None``), read once."""
         key = f"config:{name or self.settings.retrieval_config or ''}"
         return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
+
+    @property
+    def matching(self) -> MatchParts:
+        """What the one match path (``plugin.service.matching.match_post``) needs."""
+        from plugin.search.retrieval import load_configs
+
+        return self._get("matching", lambda: MatchParts(
+            settings=self.settings, matcher=self.matcher, learning=self.learning,
+            configs=frozenset(load_configs())))
 
     def matcher(self, config: str | None = None, *, rerank: bool | None = False,
                 explained: bool = False, server_fusion: bool | None = None,

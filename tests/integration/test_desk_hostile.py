@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from plugin.service.keys import Scope
+from plugin.search.result import Match
 from tests.integration.conftest import problem_of
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ def items(api_services, tenant: str, n: int) -> list[str]:
     ids = [f"dh-{uuid.uuid4().hex[:10]}" for _ in range(n)]
     for post_id in ids:
         assert api_services.review.record_item(tenant, post_id, "a post", "en", None, None,
-                                               {"matches": []}, {})
+                                               Match.from_dict({"matches": []}))
     return ids
 
 

@@ -11,6 +11,7 @@ import sys
 import uuid
 
 import pytest
+from plugin.search.result import Match
 
 from tests.conftest import ROOT
 from tests.integration.conftest import poll_job, problem_of, settings_env, wait_for
@@ -413,7 +414,7 @@ def test_the_export_streams_in_pages_with_the_same_pairs(api_services):
                     "confidence": 0.9 / r, "explain": {"bm25:post": {"rank": r, "score": 1.0}}}
                    for r in (1, 2, 3)]
         desk.record_item(tenant, post_id, f"post {i}", "en", None, None,
-                         {"matches": matches, "config": "t"}, {"retrieval_config": "t"})
+                         Match.from_dict({"matches": matches, "config": "t"}, {"retrieval_config": "t"}))
     # one bulk list (one ``at``: ties broken by id), then undos and new decisions on some
     desk.decide(tenant, "ana", [{"post_id": p, "action": "confirm", "factcheck_id": f"fc-{i}-2"}
                                 for i, p in enumerate(posts)])

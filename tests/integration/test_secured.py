@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from plugin.errors import BackendError
 from plugin.settings import Settings
+from plugin.search.result import Match
 from tests.conftest import ROOT
 from tests.integration.conftest import API_FACTCHECKS, cleanup_deployment, namespaced, problem_of
 
@@ -157,7 +158,7 @@ def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secur
 
     # the review queue and the decision log: conditional item writes and log appends
     runtime.review.record_item("default", "p-secured", "5G masts spread the coronavirus", "en", None,
-                               None, result.to_dict(), versions_of(runtime.matcher(), result))
+                               None, Match.of(result, versions_of(runtime.matcher(), result)))
     (decision,) = runtime.review.decide("default", "ana", [{"post_id": "p-secured", "action": "confirm"}])
     assert runtime.review.item("default", "p-secured")["decisions"] == [decision]
 

@@ -1,17 +1,16 @@
 """What ``factsieve match`` prints: the calibrated confidence where there is one, the fused
 score (in brackets, said to be a score) where there is not."""
-from types import SimpleNamespace
-
 from cli.common import CONFIDENCE_LEGEND, SCORE_LEGEND, match_lines
+from plugin.search.result import Match
 
 
 def result(*matches, notes=()):
-    return SimpleNamespace(lang="en", took_ms=12.3, matches=list(matches), notes=list(notes))
+    return Match.from_dict({"lang": "en", "took_ms": 12.3, "matches": list(matches), "notes": list(notes)})
 
 
 def match(rank, score, confidence, claim="5G spreads covid"):
-    return {"rank": rank, "score": score, "confidence": confidence, "claim": claim, "lang": "en",
-            "rating": "False", "url": "https://example.org/fc"}
+    return {"id": f"fc{rank}", "rank": rank, "score": score, "confidence": confidence, "claim": claim,
+            "lang": "en", "rating": "False", "url": "https://example.org/fc"}
 
 
 def test_the_confidence_leads_each_match_and_the_legend_says_what_it_is():

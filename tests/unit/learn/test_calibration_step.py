@@ -8,6 +8,7 @@ from plugin.learn.calibration_step import AUTO_ACTOR, auto_confirm
 from plugin.learn.calibration_step import Recalibration as Step
 from plugin.learn.calibration_store import packaged_sha256
 from plugin.review.rules import TenantRules
+from plugin.search.result import Match
 
 MAP = Recalibration({ALL: {"top": (1.0, 1.0), "rest": (1.0, -1.0)}})
 
@@ -31,13 +32,15 @@ def record(threshold=None, calibrator="factsieve", sha=None):
             "calibrator": {"name": calibrator, "sha256": sha or packaged_sha256(calibrator)}}
 
 
-def result(*confs, config="factsieve"):
-    return {"lang": "en", "config": config,
-            "matches": [{"id": f"f{i}", "rank": i + 1, "confidence": c} for i, c in enumerate(confs)]}
+def result(*confs, config="factsieve", first=None):
+    matches = [{"id": f"f{i}", "score": 0.1, "rank": i + 1, "confidence": c} for i, c in enumerate(confs)]
+    if first:
+        matches[0].update(first)
+    return Match.from_dict({"lang": "en", "config": config, "matches": matches})
 
 
 def test_a_tenant_with_a_recalibration_gets_its_confidence_and_the_packaged_one_beside_it():
-    out = Step(Held(a=record())).apply("a", {}, result(0.5, 0.5))
+    out = Step(Held(a=record())).apply("a", {}, result(0.5, 0.5)).to_dict()
     assert [m["confidence"] for m in out["matches"]] == [round(MAP.predict(0.5, "en", True), 4),
                                                          round(MAP.predict(0.5, "en", False), 4)]
     assert [m["confidence_packaged"] for m in out["matches"]] == [0.5, 0.5]
@@ -60,10 +63,9 @@ def test_results_it_does_not_apply_to_are_left_alone(tenant, held, res):
 
 
 def test_a_match_the_desk_confirmed_is_left_alone():
-    res = result(0.5, 0.4)
-    res["matches"][0].update(reason="confirmed-by-desk", confidence=0.99)
-    out = Step(Held(a=record())).apply("a", {}, res)
-    assert out["matches"][0] == res["matches"][0] and "confidence_packaged" in out["matches"][1]
+    res = result(0.5, 0.4, first={"reason": "confirmed-by-desk", "confidence": 0.99})
+    out = Step(Held(a=record())).apply("a", {}, res).to_dict()
+    assert out["matches"][0] == res.to_dict()["matches"][0] and "confidence_packaged" in out["matches"][1]
 
 
 class Desk:

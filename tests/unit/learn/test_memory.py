@@ -4,6 +4,7 @@ import pytest
 from plugin.learn.memory import (CONFIRMED_BY_DESK, SAME_POST_CONFIDENCE, Memory, Neighbour, Verdict,
                                  live_decisions, memory_confidence, near_duplicates, pairs_of,
                                  remembered, verdicts)
+from plugin.search.result import Match
 
 
 def dec(id, post, action, fc=None, at="2024-01-01T00:00:00", supersedes=None, cands=("a", "b", "c"),
@@ -19,7 +20,8 @@ def match(id, confidence=0.5):
 
 
 def result(*ids):
-    return {"lang": "en", "config": "c", "matches": [{**match(i), "rank": r} for r, i in enumerate(ids, 1)]}
+    return Match.from_dict({"lang": "en", "config": "c",
+                            "matches": [{**match(i), "rank": r} for r, i in enumerate(ids, 1)]})
 
 
 # -- which posts ----------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ def test_the_closest_post_wins_a_fact_check_and_the_newest_among_equals():
 # -- how the result changes ------------------------------------------------------------------------
 def test_rejected_pairs_are_dropped_and_the_confirmed_one_comes_first():
     said = {"b": Verdict("b", False, "p0", 0.97, "d1"), "c": Verdict("c", True, "p0", 0.97, "d2")}
-    out = remembered(result("a", "b", "c"), said)
+    out = remembered(result("a", "b", "c"), said).to_dict()
     assert [(m["id"], m["rank"]) for m in out["matches"]] == [("c", 1), ("a", 2)]
     top = out["matches"][0]
     assert top["reason"] == CONFIRMED_BY_DESK
@@ -98,13 +100,13 @@ def test_rejected_pairs_are_dropped_and_the_confirmed_one_comes_first():
 
 def test_a_confirmed_fact_check_missing_from_the_matches_is_put_in_without_growing_them():
     said = {"z": Verdict("z", True, "p", 1.0, "d1", same_post=True)}
-    out = remembered(result("a", "b"), said, {"z": {"claim": "the claim", "url": "https://x.org/z"}})
+    out = remembered(result("a", "b"), said, {"z": {"claim": "the claim", "url": "https://x.org/z"}}).to_dict()
     assert [m["id"] for m in out["matches"]] == ["z", "a"]
     z = out["matches"][0]
     assert (z["claim"], z["url"], z["score"], z["rank"]) == ("the claim", "https://x.org/z", 0.0, 1)
     assert z["confidence"] == SAME_POST_CONFIDENCE and z["reason"] == CONFIRMED_BY_DESK
     # no matches at all: the remembered one is the answer
-    assert [m["id"] for m in remembered(result(), said, {"z": {}})["matches"]] == ["z"]
+    assert [m["id"] for m in remembered(result(), said, {"z": {}}).to_dict()["matches"]] == ["z"]
     # deleted since: nothing to put in
     assert remembered(result("a"), said, {}) == result("a")
 
@@ -153,9 +155,9 @@ def test_the_step_applies_only_the_tenants_own_decisions():
                                ("t2", dec("d3", "new", "none"))])  # t2's post with the same id
     step = Memory(reader, min_similarity=0.95, neighbours=10)
     post = {"id": "new", "text": "a re-post"}
-    assert [m["id"] for m in step.apply("t1", post, result("a", "b", "c"))["matches"]] == ["c", "a", "b"]
+    assert [m["id"] for m in step.apply("t1", post, result("a", "b", "c")).to_dict()["matches"]] == ["c", "a", "b"]
     assert step.apply("t3", post, result("a", "b", "c")) == result("a", "b", "c")
-    assert [m["id"] for m in step.apply("t2", post, result("a", "b", "c", "d"))["matches"]] == ["d"]
+    assert [m["id"] for m in step.apply("t2", post, result("a", "b", "c", "d")).to_dict()["matches"]] == ["d"]
 
 
 def test_the_step_below_the_threshold_changes_nothing():

@@ -2,6 +2,7 @@
 import pytest
 
 from plugin.errors import InvalidRequest
+from plugin.search.result import Candidate
 from plugin.review.model import (Action, Origin, ReviewStatus, candidates_of, decided_item,
                                  decision_record, item_record, next_status, signals_of,
                                  superseded, training_pairs)
@@ -81,7 +82,7 @@ def _match(i, conf=0.9):
 
 
 def _item(n=3):
-    cands = candidates_of([_match(i) for i in range(1, n + 1)], reranked=False)
+    cands = candidates_of([Candidate.from_dict(_match(i)) for i in range(1, n + 1)], reranked=False)
     return item_record(tenant="t", post_id="p1", text="<script>x</script>", lang="en",
                        date="2024-02-01", source_url=None, config="hybrid-rrf",
                        versions={"retrieval_config": "hybrid-rrf"}, candidates=cands,
@@ -97,7 +98,7 @@ def test_an_item_without_candidates_has_no_confidence_and_its_none_teaches_nothi
 
 
 def test_candidates_keep_at_most_five_best_first():
-    cands = candidates_of([_match(i) for i in range(1, 9)], reranked=False)
+    cands = candidates_of([Candidate.from_dict(_match(i)) for i in range(1, 9)], reranked=False)
     assert [c["factcheck_id"] for c in cands] == ["fc1", "fc2", "fc3", "fc4", "fc5"]
     assert cands[0]["date"] == "2024-01-01" and cands[0]["signals"]["bm25_rank"] == 1
 

@@ -6,6 +6,8 @@ from plugin.learn.steps import Learning
 from plugin.search.request import MatchRequest
 from plugin.search.result import MatchResult
 from plugin.service.handlers import run_post
+from plugin.service.matching import MatchParts
+from plugin.settings import Settings
 
 
 class FakeMatcher:
@@ -38,10 +40,14 @@ class FakeServices:
     def matcher(self, config=None, **kw):
         return self.matcher_
 
+    @property
+    def matching(self):
+        return MatchParts(settings=Settings(), matcher=self.matcher, learning=self.learning, configs=frozenset())
+
 
 def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     # the versions behind a match are ``plugin.search.versions``' to name (a real matcher's)
-    monkeypatch.setattr("plugin.service.handlers.versions_of", lambda matcher, result: {"retrieval_config": result.config})
+    monkeypatch.setattr("plugin.service.matching.versions_of", lambda matcher, result: {"retrieval_config": result.config})
     services = FakeServices()
     post = {"id": "p1", "text": "5G spreads covid", "lang": "en", "date": "2021-03-01", "mode": "cross",
             "k": 4, "within_days": 30, "allow": ["snopes.com"], "deny": ["x.com"], "rerank_budget_ms": 90}
@@ -54,5 +60,5 @@ def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     # (``ReviewDesk.record_item`` applies the tenant's rules)
     (item,) = services.review.items
     assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
-    assert item[6]["matches"] == [] and item[7] == {"retrieval_config": "t"}
+    assert item[6].candidates == () and item[6].versions == {"retrieval_config": "t"}
     assert services.remembered == [("default", "p1", "en")]  # what later posts are compared with

@@ -447,10 +447,15 @@ def test_subscriptions_without_owner_are_capped_for_the_deployment():
 def test_min_score_reads_the_best_match_s_confidence_else_its_fused_score():
     from plugin.service.handlers import best_score
 
-    assert best_score([]) is None
-    assert best_score([{"score": 0.047, "confidence": 0.91}, {"score": 0.04, "confidence": 0.2}]) == 0.91
-    assert best_score([{"score": 0.047, "confidence": None}]) == 0.047  # no confidence model
-    assert wants({**SUB, "min_score": 0.9}, Event.POST_MATCHED, "en", best_score([{"score": 0.05, "confidence": 0.93}]))
+    from plugin.search.result import Match
+
+    def best(*matches):
+        return best_score(Match.from_dict({"matches": [{"id": f"f{i}", "rank": i, **m} for i, m in enumerate(matches, 1)]}))
+
+    assert best() is None
+    assert best({"score": 0.047, "confidence": 0.91}, {"score": 0.04, "confidence": 0.2}) == 0.91
+    assert best({"score": 0.047, "confidence": None}) == 0.047  # no confidence model
+    assert wants({**SUB, "min_score": 0.9}, Event.POST_MATCHED, "en", best({"score": 0.05, "confidence": 0.93}))
 
 
 def test_a_hanging_host_lookup_ends_with_the_attempt_s_deadline():
