@@ -38,7 +38,7 @@ from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as ar
 from plugin.search.rerank import (REPROBE_AFTER, Reranker, RerankGate, outside_languages,  # noqa: F401
                                   pairs_within, passage, rank_prior_scores, reorder, with_rank_prior)
 from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
-from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
+from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
 
@@ -65,7 +65,7 @@ class Matcher:
         self.embedder = embedder
         self.settings = settings
         self.alias = alias or settings.index
-        self.config = config if isinstance(config, RetrievalConfig) else get_config(
+        self.config = config if isinstance(config, RetrievalConfig) else retrieval_config(
             config or settings.retrieval_config)
         self.reranker = reranker
         #: writes the LLM query variants (``plugin.search.generated``), when a configuration has them
@@ -93,7 +93,7 @@ class Matcher:
     def _config(self, config: RetrievalConfig | str | None) -> RetrievalConfig:
         if config is None:
             return self.config
-        return config if isinstance(config, RetrievalConfig) else get_config(config)
+        return config if isinstance(config, RetrievalConfig) else retrieval_config(config)
 
     def _check_model(self) -> None:
         if not self._model_checked:

@@ -6,7 +6,7 @@ import pytest
 from plugin.errors import BadInput
 from plugin.search.matcher import Matcher, MatchRequest, boost, collapse, same_claim
 from plugin.models import Fused, Hit, Mode
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 from plugin.settings import Settings
 from plugin.search.variants import debunk_variant
 from tests.stub_embedder import StubEmbedder
@@ -270,7 +270,7 @@ def test_a_configuration_with_a_query_encoder_embeds_the_post_with_its_tower():
     matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", config)
     assert tower.calls == [["a post"]] and base.calls == []
     assert matcher.query_encoder_note(config) is None
-    plain = get_config("dense")
+    plain = retrieval_config("dense")
     matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", plain)
     assert base.calls == [["a post"]]
 

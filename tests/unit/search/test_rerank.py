@@ -22,7 +22,7 @@ from plugin.search.rerank import (
     load_rerankers,
     resolve_reranker_path,
 )
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 from plugin.settings import Settings
 from tests.tiny_cross_encoder import TINY_CE, numpy_logit, random_cross_encoder, write_tiny_cross_encoder
 
@@ -243,7 +243,7 @@ def test_load_reranker_hub_name_goes_to_sentence_transformers(tmp_path: Path,
 
 
 def _configs(models: dict[str, str | None]) -> dict:
-    base = get_config("hybrid-rrf")
+    base = retrieval_config("hybrid-rrf")
     out = {}
     for name, model in models.items():
         body = base.model_dump()
