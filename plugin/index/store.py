@@ -19,7 +19,8 @@ from opensearchpy import exceptions as osx
 
 from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, FactSieveError, NotFound
 from plugin.index.translate import _reason, _ssl_reason, failure_kind, item_error, translate
-from plugin.settings import Settings, redact_url
+from plugin.settings import Settings
+from plugin.urls import redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
