@@ -2,7 +2,8 @@
 configured LLM, out of fold on the averitec tuning split (``plugin.lab.blend``), and record it in
 ``plugin/verify/configs/blend.json``. Three steps: ``record`` the LLM's ratings on gold evidence
 (minutes to hours: one verdict call per claim), ``head-oof`` the verdict head's out-of-fold
-probabilities, ``choose`` the weight from both (seconds; ``--write`` records it)."""
+probabilities, ``choose`` the weight from both (seconds; ``--write FILE`` writes the table with it,
+never into the installed package)."""
 from __future__ import annotations
 
 import argparse
@@ -71,16 +72,16 @@ def cmd_choose(args: argparse.Namespace, services: Services) -> int:
                     prior=float(load_table(table_path)["default"]))
     llm_model = args.llm_model if args.llm_model is not None else services.settings.llm_model
     report = {"llm_model": llm_model, "llm_ratings": str(args.llm_ratings), "oof": str(args.oof), **report}
-    if args.write:
-        write_table(with_weight(load_table(table_path), llm_model, report["weight"]), table_path)
-        report["written"] = {"table": str(table_path), "llm_model": llm_model, "weight": report["weight"]}
+    if args.write is not None:
+        write_table(with_weight(load_table(table_path), llm_model, report["weight"]), args.write, "--write")
+        report["written"] = {"table": str(args.write), "llm_model": llm_model, "weight": report["weight"]}
     dump(report)
     return 0
 
 
 def register(sub: Any, add: Any) -> None:
     help_ = ("choose the verdict model's weight in the LLM/model blend for the configured LLM, out "
-             "of fold on the averitec tuning claims, and record it (plugin/verify/configs/blend.json)")
+             "of fold on the averitec tuning claims (served from plugin/verify/configs/blend.json)")
     steps = sub.add_parser("blend-weight", help=help_, description=help_).add_subparsers(
         dest="blend_command", required=True, metavar="STEP")
 
@@ -105,12 +106,15 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--shuffle", type=int, default=0, help="the folds' seed")
 
     sp = add("choose", cmd_choose, "choose the weight by nested cross-validation from the LLM's "
-             "ratings and a verdict model's out-of-fold probabilities; --write records it", steps)
+             "ratings and a verdict model's out-of-fold probabilities; --write FILE writes the table with it", steps)
     sp.add_argument("--averitec", type=Path, metavar="DIR", help=f"claims.jsonl folder (default {DEFAULT_AVERITEC})")
     sp.add_argument("--llm-ratings", type=Path, required=True, metavar="FILE", help="written by `blend-weight record`")
     sp.add_argument("--oof", type=Path, required=True, metavar="FILE",
                     help="out-of-fold probabilities of the verdict model (`blend-weight head-oof`, or the fine-tuned model's)")
     sp.add_argument("--llm-model", metavar="NAME",
                     help="the LLM the ratings are from, as FACTSIEVE_LLM_MODEL names it (default: FACTSIEVE_LLM_MODEL)")
-    sp.add_argument("--write", action="store_true", help="record the chosen weight for the LLM in the blend table")
-    sp.add_argument("--table", type=Path, metavar="FILE", help="the blend table to write (default: the packaged one)")
+    sp.add_argument("--write", type=Path, metavar="FILE",
+                    help="write the blend table (--table's) with the chosen weight for the LLM to FILE, outside "
+                         "the installed package (records/blend.json, say); copy it over "
+                         "plugin/verify/configs/blend.json in a commit to ship it")
+    sp.add_argument("--table", type=Path, metavar="FILE", help="the blend table to read (default: the packaged one)")

@@ -112,7 +112,7 @@ def print_verification(out: dict[str, Any]) -> None:
 def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.verification import evaluate_verification, table
     from plugin.verify.averitec import read_claims
-    from plugin.verify.config import get_config, load_configs, parse_overrides, with_overrides
+    from plugin.verify.config import load_configs, parse_overrides, verification_config, with_overrides
     from plugin.verify.wordnet import ensure_wordnet
 
     dataset = args.dataset or DEFAULT_AVERITEC
@@ -122,7 +122,7 @@ def cmd_evaluate_verification(args: argparse.Namespace, services: Services) -> i
         raise BadInput("--limit must be at least 1")
     ensure_wordnet(services.settings.nltk_data_dir)
     names = args.config or list(load_configs())
-    configs = {n: get_config(n) for n in names}
+    configs = {n: verification_config(n) for n in names}
     if args.budget:
         configs = {n: c.model_copy(update={"budget_s": args.budget}) for n, c in configs.items()}
     changes = parse_overrides(args.set or [])

@@ -112,6 +112,13 @@ class BackendUnavailable(FactSieveError):
         super().__init__(detail, **kw)
 
 
+class BackendBusy(BackendUnavailable):
+    """OpenSearch answered 429 (its queues are full): a 429 with ``Retry-After`` to our caller
+    too, and, being a ``BackendUnavailable``, retried with backoff by the workers."""
+
+    status, title = 429, "Backend busy"
+
+
 class BackendError(FactSieveError):
     """OpenSearch answered, but with an error we did not expect."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -372,26 +371,3 @@ class Settings(BaseSettings):
             return self
         return self.model_copy(update={"opensearch_user": self.opensearch_admin_user,
                                        "opensearch_password": self.opensearch_admin_password})
-
-
-def redact_url(url: str) -> str:
-    """``redis://:secret@host:6379/0`` → ``redis://host:6379/0``: URLs are logged and shown, the
-    credentials in them never are."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
-    """``http://user:pw@host:8089/v1`` → ``("http://host:8089/v1", ("user", "pw"))``: the URL a
-    client may keep, show and log, and the credentials to send as basic auth instead (pure).
-    Path and query stay; a URL without credentials comes back as it is, with ``None``."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url, None
-    netloc = parts.netloc.rpartition("@")[2]
-    return (urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)),
-            (unquote(parts.username or ""), unquote(parts.password or "")))

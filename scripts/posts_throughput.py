@@ -21,7 +21,7 @@ from typing import Any
 import requests
 
 from plugin.lab import throughput as tp
-from plugin.settings import redact_url
+from plugin.urls import redact_url
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

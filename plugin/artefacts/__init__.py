@@ -6,6 +6,10 @@ head). One convention: artefact ``NAME`` of a kind is ``<kind>/NAME.json``, its 
 is, the base model, what it was trained and measured on), plus ``<kind>/NAME.npz`` beside it when it
 has arrays. The lab writes them; ``factsieve model build`` (``plugin.build``) merges the adapters
 into the model cache; serving reads them through ``artefact_dir``.
+
+Commands write artefacts and records outside the installed package, never into it
+(``outside_package``): an install is read-only to its own commands (STYLE.md rule 7); a change to
+what ships is a reviewed commit of the written file.
 """
 from __future__ import annotations
 
@@ -29,3 +33,20 @@ def artefact_dir(kind: str) -> Path:
 def artefact_path(kind: str, name: str, suffix: str = ".json") -> Path:
     """``<kind>/NAME.json`` (the manifest) or, with ``suffix=".npz"``, its arrays."""
     return artefact_dir(kind) / f"{name}{suffix}"
+
+
+def package_root() -> Path:
+    """The installed ``plugin`` package's folder (the source tree's, in an editable install)."""
+    return Path(str(resources.files("plugin"))).resolve()
+
+
+def outside_package(path: Path, flag: str) -> Path:
+    """``path`` when it lies outside the installed package, else ``BadInput`` naming ``flag`` (the
+    option that chose it): the one check every command that writes a file makes first."""
+    from plugin.errors import BadInput
+
+    resolved = Path(path).resolve()
+    if resolved == package_root() or package_root() in resolved.parents:
+        raise BadInput(f"{flag} {str(path)!r} is inside the installed package: write it elsewhere "
+                       f"(records/ or a work folder) and commit a change to the packaged file by hand")
+    return Path(path)

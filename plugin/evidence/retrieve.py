@@ -39,7 +39,7 @@ from plugin.search.lang import detect_language
 from plugin.search.matcher import MatchRequest
 from plugin.search.queries import (VECTOR_SCRIPT, bm25_search, knn_query, read_candidates, sources_by_id,
                                    text_fields)
-from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
+from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
 
@@ -215,7 +215,7 @@ class EvidenceRetriever:
         self.store = store
         self.embedder = embedder
         self.alias = alias or settings.evidence_index
-        self.config = (config if isinstance(config, RetrievalConfig) else get_config(config)
+        self.config = (config if isinstance(config, RetrievalConfig) else retrieval_config(config)
                        if config else RetrievalConfig.model_validate(DEFAULT_CONFIG))
         if max_per_url < 1:
             raise BadInput("max_per_url must be >= 1")

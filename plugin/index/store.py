@@ -17,9 +17,10 @@ from urllib.parse import urlsplit
 from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
-from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, NotFound
-from plugin.index.translate import _denied, _reason, _ssl_reason, failure_kind, root_causes
-from plugin.settings import Settings, redact_url
+from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, FactSieveError, NotFound
+from plugin.index.translate import _reason, _ssl_reason, failure_kind, item_error, translate
+from plugin.settings import Settings
+from plugin.urls import redact_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -60,36 +61,20 @@ class Store:
                 f"OpenSearch is not reachable at {self.url} ({what}): start the local one with "
                 f"`make up` (scripts/services.sh up), or set FACTSIEVE_OPENSEARCH_URL"
             ) from exc
-        except osx.NotFoundError as exc:
-            raise NotFound(f"{what}: {_reason(exc)}") from exc
-        except osx.TransportError as exc:
-            status = exc.status_code if isinstance(exc.status_code, int) else 0
-            kind = failure_kind(exc)  # by the root causes, not the status (plugin.index.translate)
-            if kind is not None:  # neither names the index nor quotes OpenSearch's Java
-                verb = what.split(" ", 1)[0]
-                log.warning("OpenSearch refused %s (%s): %s", what, status, _reason(exc))
-                if kind == "input":
-                    raise BadInput(f"OpenSearch could not use this request's values ({verb}): "
-                                   f"{root_causes(exc)}") from exc
-                raise BackendError(f"OpenSearch failed this request on every shard ({verb}): "
-                                   f"{root_causes(exc)}") from exc
-            if status == 429 or status >= 500:
-                raise BackendUnavailable(f"OpenSearch at {self.url} is overloaded or failing "
-                                         f"({what}): {_reason(exc)}") from exc
-            if status == 400:
-                raise BadInput(f"OpenSearch rejected the request ({what}): {_reason(exc)}") from exc
-            if status == 401:
-                raise BackendError(
-                    f"OpenSearch at {self.url} did not accept FactSieve's identity ({what}): check "
-                    f"FACTSIEVE_OPENSEARCH_USER/_PASSWORD or the client certificate") from exc
-            if status == 403:
-                raise BackendError(
-                    f"OpenSearch refused this to FactSieve's identity ({what}): "
-                    f"{_denied(_reason(exc))}. Templates, pipelines, index versions and aliases "
-                    f"are installed by `factsieve init` with the admin identity "
-                    f"(FACTSIEVE_OPENSEARCH_ADMIN_USER/_PASSWORD); the runtime identity needs "
-                    f"the role in index_templates/security/roles.yml") from exc
-            raise BackendError(f"OpenSearch error {status} ({what}): {_reason(exc)}") from exc
+        except osx.TransportError as exc:  # a 404 too: one table (plugin.index.translate)
+            raise self._translated(exc, what) from exc
+
+    def _raise_item(self, what: str, item: dict[str, Any]) -> None:
+        """Raise what an msearch response's or an mget doc's own error translates to, through
+        the same table as a whole answer's: a 429 item is a 429, not a 502."""
+        exc = item_error(item)
+        if exc is not None:
+            raise self._translated(exc, what)
+
+    def _translated(self, exc: osx.TransportError, what: str) -> FactSieveError:
+        if failure_kind(exc) is not None:  # the client reads root causes only: the log has more
+            log.warning("OpenSearch refused %s (%s): %s", what, exc.status_code, _reason(exc))
+        return translate(exc, what, self.url)
 
     # -- cluster -------------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
@@ -272,12 +257,7 @@ class Store:
                            _source_includes=source or False)
         out = {}
         for doc in found["docs"]:
-            if "error" in doc:
-                err = doc["error"]
-                reason = err.get("reason") if isinstance(err, dict) else err
-                if isinstance(err, dict) and err.get("type") == "index_not_found_exception":
-                    raise NotFound(f"index {index!r} not found: run `factsieve init` first")
-                raise BackendError(f"OpenSearch could not read {doc.get('_id')} ({index}): {reason}")
+            self._raise_item(f"mget {doc.get('_id')} from {index}", doc)
             if doc.get("found"):
                 out[str(doc["_id"])] = doc
         return out
@@ -388,12 +368,7 @@ class Store:
         result = self._call(f"msearch {index}", self.client.msearch, body=lines)
         responses = result["responses"]
         for resp in responses:
-            if "error" in resp:
-                status = resp.get("status", 0)
-                reason = resp["error"].get("reason") if isinstance(resp["error"], dict) else resp["error"]
-                if status == 404:
-                    raise NotFound(f"index {index!r} not found: run `factsieve init` first")
-                raise BackendError(f"OpenSearch search failed ({status}): {reason}")
+            self._raise_item(f"msearch {index}", resp)
         return responses
 
     def bulk(self, actions: Iterable[dict[str, Any]], *, chunk_size: int = 200,

@@ -1,5 +1,7 @@
-"""How ``Store`` words an OpenSearch error (pure): what went wrong in a message's words, and
-which failures are the client's input rather than the cluster's health.
+"""How ``Store`` translates an OpenSearch error (pure): which FactSieve error it is (``translate``,
+one table for whole responses and for the items of an msearch or mget alike, so a 429 is a 429
+wherever it came from), what went wrong in a message's words, and which failures are the
+client's input rather than the cluster's health.
 
 The second matters because a search whose input OpenSearch cannot use (a cursor's ``null`` in
 ``search_after``, a date that does not parse) fails on every shard, and OpenSearch says so with a
@@ -9,9 +11,12 @@ exception. ``failure_kind`` reads the root causes instead.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opensearchpy import exceptions as osx
+
+from plugin.errors import BackendBusy, BackendError, BackendUnavailable, BadInput, FactSieveError, NotFound
 
 #: root causes that mean the request's own values were unusable: a client error (400)
 INPUT_CAUSES = frozenset({"parse_exception", "parsing_exception", "x_content_parse_exception",
@@ -85,3 +90,65 @@ def _reason(exc: osx.TransportError) -> str:
     if not text or text[0] in "{[":  # JSON under another content type: still a raw body
         return f"HTTP {exc.status_code}"
     return text.splitlines()[0][:200]
+
+
+# -- the one table ----------------------------------------------------------------------------
+#: what an error says, from (what was asked, the cluster's URL for messages, the error)
+Words = Callable[[str, str, osx.TransportError], str]
+
+#: OpenSearch's error type → FactSieve's error and its words: read before the status
+TYPE_ERRORS: dict[str, tuple[type[FactSieveError], Words]] = {
+    "index_not_found_exception": (NotFound, lambda what, url, exc:
+                                  f"{what}: index not found: run `factsieve init` first"),
+}
+#: OpenSearch's status → FactSieve's error and its words; any other 5xx is ``STATUS_ERRORS[500]``,
+#: any other status a ``BackendError`` naming it
+STATUS_ERRORS: dict[int, tuple[type[FactSieveError], Words]] = {
+    400: (BadInput, lambda what, url, exc: f"OpenSearch rejected the request ({what}): {_reason(exc)}"),
+    401: (BackendError, lambda what, url, exc:
+          f"OpenSearch at {url} did not accept FactSieve's identity ({what}): check "
+          f"FACTSIEVE_OPENSEARCH_USER/_PASSWORD or the client certificate"),
+    403: (BackendError, lambda what, url, exc:
+          f"OpenSearch refused this to FactSieve's identity ({what}): {_denied(_reason(exc))}. "
+          f"Templates, pipelines, index versions and aliases are installed by `factsieve init` "
+          f"with the admin identity (FACTSIEVE_OPENSEARCH_ADMIN_USER/_PASSWORD); the runtime "
+          f"identity needs the role in index_templates/security/roles.yml"),
+    404: (NotFound, lambda what, url, exc: f"{what}: {_reason(exc)}"),
+    429: (BackendBusy, lambda what, url, exc:
+          f"OpenSearch at {url} is too busy for this request ({what}): {_reason(exc)}"),
+    500: (BackendUnavailable, lambda what, url, exc:
+          f"OpenSearch at {url} is overloaded or failing ({what}): {_reason(exc)}"),
+}
+
+
+def translate(exc: osx.TransportError, what: str, url: str) -> FactSieveError:
+    """The FactSieve error for an OpenSearch error answer (pure): a search that failed on every
+    shard by its root causes (``failure_kind``), else by its error type (``TYPE_ERRORS``), else
+    by its status (``STATUS_ERRORS``). ``what``: the request, as messages name it."""
+    status = exc.status_code if isinstance(exc.status_code, int) else 0
+    kind = failure_kind(exc)
+    if kind is not None:  # neither names the index nor quotes OpenSearch's Java
+        verb = what.split(" ", 1)[0]
+        if kind == "input":
+            return BadInput(f"OpenSearch could not use this request's values ({verb}): {root_causes(exc)}")
+        return BackendError(f"OpenSearch failed this request on every shard ({verb}): {root_causes(exc)}")
+    info = exc.info if isinstance(exc.info, dict) else {}
+    err = info.get("error")
+    entry = TYPE_ERRORS.get(err.get("type")) if isinstance(err, dict) else None
+    entry = entry or STATUS_ERRORS.get(500 if status > 500 else status)
+    if entry is None:
+        code = f" {status}" if status else ""  # an mget doc's error carries no status
+        return BackendError(f"OpenSearch error{code} ({what}): {_reason(exc)}")
+    cls, words = entry
+    return cls(words(what, url, exc))
+
+
+def item_error(item: dict[str, Any]) -> osx.TransportError | None:
+    """An msearch response's, an mget doc's or a bulk action's own error as the exception a whole
+    answer with it would have raised (``None`` when the item succeeded), for ``translate``."""
+    err = item.get("error")
+    if err is None:
+        return None
+    status = item.get("status") if isinstance(item.get("status"), int) else 0
+    kind = err.get("type", "error") if isinstance(err, dict) else str(err)
+    return osx.TransportError(status, kind, {"error": err, "status": status})

@@ -38,7 +38,7 @@ AVERITEC_COVERED = {"dev-311": "8100", "dev-0": "1605", "dev-350": "3034", "dev-
 def similarity(match: dict[str, Any]) -> float | None:
     """The score the lookup compares with its threshold: the match's best kNN score (as
     ``plugin.verify.verifier.similarity``, imported lazily to keep this module light)."""
-    from plugin.verify.verifier import similarity as verifier_similarity
+    from plugin.verify.lookup import similarity as verifier_similarity
 
     return verifier_similarity(match)
 

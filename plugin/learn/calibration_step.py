@@ -31,10 +31,10 @@ def calibrator_of(config: str | None) -> str | None:
     """The packaged calibrator a result's configuration uses (as ``versions_of`` names it)."""
     if not config:
         return None
-    from plugin.search.retrieval import get_config
+    from plugin.search.retrieval import retrieval_config
 
     try:
-        cfg = get_config(config)
+        cfg = retrieval_config(config)
     except Exception:  # a configuration this process does not know: nothing to map
         return None
     return cfg.calibrator or cfg.name

@@ -55,8 +55,9 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What the desk's word is on one fact-check for the post being matched, and why."""
+class RememberedDecision:
+    """What the desk's word is on one fact-check for the post being matched, and why: a decision
+    remembered from a near-identical post (not a claim's ``plugin.models.Verdict``)."""
 
     factcheck_id: str
     confirmed: bool
@@ -120,23 +121,23 @@ def pairs_of(decision: Mapping[str, Any]) -> list[tuple[str, bool]]:
 
 
 def verdicts(near: Sequence[Neighbour], live: Mapping[str, Mapping[str, Any]],
-             post_id: str | None = None) -> dict[str, Verdict]:
+             post_id: str | None = None) -> dict[str, RememberedDecision]:
     """The desk's word per fact-check over the near-duplicates ``near`` (closest first, as
     ``near_duplicates`` orders them; equally close posts: the newest decision first); the first
     post that says something about a fact-check wins it."""
     ranked = sorted((n for n in near if n.post_id in live),
                     key=lambda n: live[n.post_id].get("at") or "", reverse=True)
     ranked.sort(key=lambda n: -n.similarity)  # stable: the newest first among equals
-    out: dict[str, Verdict] = {}
+    out: dict[str, RememberedDecision] = {}
     for n in ranked:
         d = live[n.post_id]
         for fc, confirmed in pairs_of(d):
-            out.setdefault(fc, Verdict(fc, confirmed, n.post_id, round(n.similarity, 4), d["id"],
+            out.setdefault(fc, RememberedDecision(fc, confirmed, n.post_id, round(n.similarity, 4), d["id"],
                                        same_post=post_id is not None and n.post_id == post_id))
     return out
 
 
-def memory_confidence(v: Verdict, matched: float | None = None) -> float:
+def memory_confidence(v: RememberedDecision, matched: float | None = None) -> float:
     """A confirmed pair's confidence: ``SAME_POST_CONFIDENCE`` on the post the desk decided, else
     the measured precision of memory at the re-post's similarity (``SIMILARITY_PRECISION``); never
     below what the matcher gave the pair itself."""
@@ -152,7 +153,7 @@ def fetched_match(factcheck_id: str, source: Mapping[str, Any]) -> Candidate:
                      fields={name: source.get(name) for name in STORED_FIELDS if name != "id"})
 
 
-def remembered(result: Match, said: Mapping[str, Verdict],
+def remembered(result: Match, said: Mapping[str, RememberedDecision],
                fetched: Mapping[str, Mapping[str, Any]] | None = None) -> Match:
     """``result`` with the desk's word applied: rejected pairs dropped, confirmed ones first
     (closest post first; ``fetched``: sources of confirmed fact-checks missing from the matches),

@@ -42,7 +42,10 @@ def map_at_5(groups: Iterable[tuple[str, Sequence[float]]]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateDecision:
+    """The gate's word on a challenger reranker: promote it or keep the champion, and why
+    (not a claim's ``plugin.models.Verdict``)."""
+
     promote: bool
     reason: str
 
@@ -51,18 +54,18 @@ class Verdict:
 
 
 def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any], *,
-           min_gain: float = MIN_GAIN, max_language_drop: float = MAX_LANGUAGE_DROP) -> Verdict:
+           min_gain: float = MIN_GAIN, max_language_drop: float = MAX_LANGUAGE_DROP) -> GateDecision:
     """Whether the challenger replaces the champion (two ``map_at_5`` results on the same groups)."""
     if not champion.get("groups"):
-        return Verdict(False, "no evaluation groups")
+        return GateDecision(False, "no evaluation groups")
     gain = challenger["MAP@5"] - champion["MAP@5"]
     if gain < min_gain - 1e-12:
-        return Verdict(False, f"MAP@5 {challenger['MAP@5']} is not {min_gain} above the "
+        return GateDecision(False, f"MAP@5 {challenger['MAP@5']} is not {min_gain} above the "
                               f"champion's {champion['MAP@5']}")
     for lang, c in champion["per_language"].items():
         new = challenger["per_language"].get(lang, {}).get("MAP@5", 0.0)
         if c["MAP@5"] - new > max_language_drop + 1e-12:
-            return Verdict(False, f"{lang} MAP@5 falls from {c['MAP@5']} to {new} (more than "
+            return GateDecision(False, f"{lang} MAP@5 falls from {c['MAP@5']} to {new} (more than "
                                   f"{max_language_drop})")
-    return Verdict(True, f"MAP@5 {champion['MAP@5']} -> {challenger['MAP@5']}, no language "
+    return GateDecision(True, f"MAP@5 {champion['MAP@5']} -> {challenger['MAP@5']}, no language "
                          f"down by more than {max_language_drop}")

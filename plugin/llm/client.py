@@ -23,7 +23,8 @@ from requests import exceptions as rx
 from requests.adapters import HTTPAdapter
 
 from plugin.errors import LLMError, LLMNotConfigured, LLMOutputInvalid, LLMUnavailable
-from plugin.settings import Settings, redact_url, split_credentials
+from plugin.settings import Settings
+from plugin.urls import redact_url, split_credentials
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)

@@ -12,13 +12,14 @@ reading stored fields for every candidate of every sub-query cost more than the 
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from plugin.embedding import Embedder
-from plugin.errors import BadInput
+from plugin.errors import BadInput, FactSieveError
 from plugin.index.store import Store
 from plugin.index.templates import check_model
 from plugin.models import Fused
@@ -35,16 +36,18 @@ from plugin.search.normalize import normalize_post
 from plugin.search.plan import MatchPlan, boost, dense_variants, fused_head, other_language
 from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
-from plugin.search.rerank import (REPROBE_AFTER, Reranker, RerankGate, outside_languages,  # noqa: F401
-                                  pairs_within, passage, rank_prior_scores, reorder, with_rank_prior)
+from plugin.search.rerank import (FUSED_ORDER, REPROBE_AFTER, Reranker, RerankGate,  # noqa: F401
+                                  outside_languages, pairs_within, passage, rank_prior_scores,
+                                  reorder, unavailable_reranker, with_rank_prior)
 from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
-from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, get_config
+from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
 from plugin.search.variants import VARIANTS
 from plugin.settings import Settings
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
 
+log = logging.getLogger(__name__)
 
 class Matcher:
     """Hybrid claim matcher over the fact-check alias, driven by a named configuration."""
@@ -65,7 +68,7 @@ class Matcher:
         self.embedder = embedder
         self.settings = settings
         self.alias = alias or settings.index
-        self.config = config if isinstance(config, RetrievalConfig) else get_config(
+        self.config = config if isinstance(config, RetrievalConfig) else retrieval_config(
             config or settings.retrieval_config)
         self.reranker = reranker
         #: writes the LLM query variants (``plugin.search.generated``), when a configuration has them
@@ -93,7 +96,7 @@ class Matcher:
     def _config(self, config: RetrievalConfig | str | None) -> RetrievalConfig:
         if config is None:
             return self.config
-        return config if isinstance(config, RetrievalConfig) else get_config(config)
+        return config if isinstance(config, RetrievalConfig) else retrieval_config(config)
 
     def _check_model(self) -> None:
         if not self._model_checked:
@@ -111,7 +114,8 @@ class Matcher:
         with watch("embed_ms"):
             bodies, weights, decided = self._plan_texts(req, texts, decided, cfg, centroids)
         fused, server = self._retrieve(decided, cfg, bodies, weights, watch, image=req.image)
-        decision = self.gate.decide(cfg, self.reranker, asked=req.rerank, lang=decided.lang,
+        reranker = self.reranker if self.reranker is not None else unavailable_reranker(cfg)
+        decision = self.gate.decide(cfg, reranker, asked=req.rerank, lang=decided.lang,
                                     fused=fused, budget_ms=req.rerank_budget_ms)
         self.gate = decision.gate
         with watch("fetch_ms"):
@@ -119,7 +123,8 @@ class Matcher:
             sourced = min(len(fused), fused_head(head, req.k, cfg.collapse))
             fused = self._fetch_sources(fused, 0, sourced)
         with watch("rerank_ms"):
-            fused, rerank_scores = self._rerank("\n".join(texts.values()), fused, cfg, decision.pairs)
+            fused, rerank_scores, failed = self._rerank("\n".join(texts.values()), fused, cfg,
+                                                        decision.pairs)
             fused = pin_image_hits(fused)
         with watch("fetch_ms"):
             top, fused = self._top(fused, sourced, cfg, req.k)
@@ -127,10 +132,10 @@ class Matcher:
             matches, features = self._matches(cfg, fused, top, decided.lang, rerank_scores, server,
                                               caption=bool(texts.get("")))
         dense = any(r.kind is RetrieverKind.DENSE for r in cfg.retrievers)
-        notes = tuple(n for n in (dense and self.query_encoder_note(cfg), decision.note,
+        notes = tuple(n for n in (dense and self.query_encoder_note(cfg), decision.note, failed,
                                   image_note(req.image, texts)) if n)
         return MatchResult(lang=decided.lang, matches=matches, took_ms=watch.total_ms(), config=cfg.name,
-                           timings_ms=watch.ms, reranked=decision.pairs > 0, notes=notes,
+                           timings_ms=watch.ms, reranked=decision.pairs > 0 and not failed, notes=notes,
                            fusion="client" if server is None else "server", features=features,
                            image=None if req.image is None else req.image.to_dict())
 
@@ -330,14 +335,22 @@ class Matcher:
         return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]
 
     def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig, pairs: int
-                ) -> tuple[list[Fused], dict[str, float]]:
+                ) -> tuple[list[Fused], dict[str, float], str | None]:
         """The fused head's first ``pairs`` in the cross-encoder's order (``rerank.reorder``),
-        with each one's score; the cost of a pair measured for the gate. ``pairs`` 0: as fused."""
+        with each one's score; the cost of a pair measured for the gate. ``pairs`` 0: as fused.
+        A reranker that fails while scoring leaves the fused order, and the third item says why
+        (its error, also logged): the match is still worth returning."""
         if not pairs or cfg.rerank is None or self.reranker is None:
-            return fused, {}
+            return fused, {}, None
         head = fused[:min(cfg.rerank.top, pairs)]
         t0 = self.clock()
-        scores = self.reranker.score(text, [passage(f.source) for f in head])
+        try:
+            scores = self.reranker.score(text, [passage(f.source) for f in head])
+        except Exception as exc:  # noqa: BLE001 (any backend's error: reported, not swallowed)
+            why = exc.detail if isinstance(exc, FactSieveError) else f"{type(exc).__name__}: {exc}"
+            name = getattr(self.reranker, "name", cfg.rerank.model)
+            log.warning("configuration %r: reranker %r failed: %s", cfg.name, name, why)
+            return fused, {}, f"the reranker {name!r} failed ({why}): {FUSED_ORDER}"
         if head:
             self.gate = self.gate.measured((self.clock() - t0) * 1e3 / len(head))
-        return reorder(fused, scores, cfg.rerank), dict(zip((f.id for f in head), scores))
+        return reorder(fused, scores, cfg.rerank), dict(zip((f.id for f in head), scores)), None

@@ -221,9 +221,35 @@ def load_reranker(name_or_path: str, settings: Settings, *, batch_size: int = 32
                                             max_length=max_seq_length, batch_size=batch_size)
 
 
+@dataclass(frozen=True)
+class UnavailableReranker:
+    """A configured reranker that failed to load, with its error: a match that should have been
+    reranked by it says so (``RerankGate``), rather than that no reranker is configured."""
+
+    name: str
+    reason: str
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        raise ModelUnavailable(f"reranker {self.name!r} failed to load: {self.reason}")
+
+
+#: the error of each reranker model that failed to load in this process, by model name: a caller
+#: that keeps only the loaded ones (``load_rerankers``) hands a matcher ``None``, and the matcher
+#: reads why here (``unavailable_reranker``). A later successful load forgets the error.
+_LOAD_ERRORS: dict[str, str] = {}
+
+
+def unavailable_reranker(config: RetrievalConfig) -> UnavailableReranker | None:
+    """The configuration's reranker as it failed to load in this process, if it did."""
+    model = config.rerank.model if config.rerank is not None else None
+    reason = _LOAD_ERRORS.get(model) if model is not None else None
+    return None if reason is None else UnavailableReranker(model, reason)
+
+
 def load_rerankers(configs: dict[str, RetrievalConfig], settings: Settings) -> dict[str, Any]:
     """A reranker per configuration that asks for one and can have it (others are skipped, with
-    the reason logged). Configurations naming the same model share one loaded instance."""
+    the reason logged and kept for ``unavailable_reranker``). Configurations naming the same
+    model share one loaded instance."""
     loaded: dict[str, CrossEncoder | None] = {}
     out: dict[str, Any] = {}
     for name, cfg in configs.items():
@@ -233,9 +259,11 @@ def load_rerankers(configs: dict[str, RetrievalConfig], settings: Settings) -> d
         if model not in loaded:
             try:
                 loaded[model] = load_reranker(model, settings)
+                _LOAD_ERRORS.pop(model, None)
             except FactSieveError as exc:
-                log.warning("configuration %r: reranker %r unavailable, skipped: %s", name, model,
+                log.warning("configuration %r: reranker %r failed to load, skipped: %s", name, model,
                             exc.detail)
+                _LOAD_ERRORS[model] = exc.detail
                 loaded[model] = None
         if loaded[model] is not None:
             out[name] = loaded[model]
@@ -318,6 +346,10 @@ class RerankGate:
         stage = config.rerank
         if asked is False:
             return RerankDecision(0, None, self)
+        if stage is not None and isinstance(reranker, UnavailableReranker):
+            # configured but broken: its error, whether or not the request asked for reranking
+            return RerankDecision(0, f"the reranker {reranker.name!r} failed to load "
+                                     f"({reranker.reason}): {FUSED_ORDER}", self)
         if stage is None or reranker is None:
             note = (f"no reranker is configured for configuration {config.name!r}: {FUSED_ORDER}"
                     if asked is True else None)

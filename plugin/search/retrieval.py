@@ -148,7 +148,9 @@ def default_config_name(path: Path | None = None) -> str:
     return _parse(str(path or packaged_configs_path()))[0]
 
 
-def get_config(name: str | None, path: Path | None = None) -> RetrievalConfig:
+def retrieval_config(name: str | None, path: Path | None = None) -> RetrievalConfig:
+    """The named retrieval configuration (the file's default when ``None``); not the verifier's
+    ``plugin.verify.config.verification_config``."""
     configs = load_configs(path)
     key = name or default_config_name(path)
     if key not in configs:

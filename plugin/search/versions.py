@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 
 if TYPE_CHECKING:
     from plugin.search.matcher import Matcher
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def versions_of(matcher: Matcher, result: MatchResult) -> dict[str, Any]:
     """The retrieval configuration, the embedding model, the query tower that embedded the post,
     the reranker when it ran, and the confidence model (``None`` where none served)."""
-    cfg = get_config(result.config) if result.config else matcher.config
+    cfg = retrieval_config(result.config) if result.config else matcher.config
     tower = cfg.query_encoder if cfg.query_encoder and matcher.query_encoder_note(cfg) is None else None
     reranker = None
     if result.reranked and cfg.rerank is not None:

@@ -13,7 +13,8 @@ import redis
 from redis import exceptions as rx
 
 from plugin.errors import BackendError, BackendUnavailable
-from plugin.settings import Settings, redact_url
+from plugin.settings import Settings
+from plugin.urls import redact_url
 
 T = TypeVar("T")
 

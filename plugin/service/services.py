@@ -20,7 +20,7 @@ from plugin.service.keys import KeyStore
 from plugin.service.kv import KV
 from plugin.service.matching import MatchParts
 from plugin.search.matcher import Matcher
-from plugin.search.retrieval import RetrievalConfig, get_config
+from plugin.search.retrieval import RetrievalConfig, retrieval_config
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.templates import IndexSpec
@@ -175,7 +175,7 @@ class Services:
     def config(self, name: str | None = None) -> RetrievalConfig:
         """A named retrieval configuration (the settings' default when ``None``), read once."""
         key = f"config:{name or self.settings.retrieval_config or ''}"
-        return self._get(key, lambda: get_config(name or self.settings.retrieval_config))
+        return self._get(key, lambda: retrieval_config(name or self.settings.retrieval_config))
 
     @property
     def matching(self) -> MatchParts:
@@ -335,7 +335,7 @@ class Services:
             return None
 
     def verification_config(self, name: str | None = None) -> Any:
-        from plugin.verify.config import get_config as get_verification_config
+        from plugin.verify.config import verification_config as get_verification_config
 
         return get_verification_config(name or self.settings.verify_config)
 

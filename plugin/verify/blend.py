@@ -72,8 +72,12 @@ def with_weight(table: Mapping[str, Any], llm_model: str, w: float) -> dict[str,
     return check_table({"default": table["default"], "models": dict(sorted(models.items()))})
 
 
-def write_table(table: Mapping[str, Any], path: Path | None = None) -> Path:
-    path = Path(path or packaged_path())
+def write_table(table: Mapping[str, Any], path: Path, flag: str = "the blend table") -> Path:
+    """Write ``table`` to ``path``, which must lie outside the installed package (serving reads
+    the packaged table; a new weight ships as a reviewed change to it)."""
+    from plugin.artefacts import outside_package
+
+    path = outside_package(path, flag)
     path.write_text(json.dumps(check_table(dict(table)), indent=2) + "\n", encoding="utf-8")
     _read.cache_clear()
     return path

@@ -160,7 +160,9 @@ def with_overrides(cfg: VerificationConfig, changes: dict[str, Any]) -> Verifica
         raise BadInput(f"--set {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
-def get_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:
+def verification_config(name: str | None = None, path: Path | None = None) -> VerificationConfig:
+    """The named verification configuration (the file's default when ``None``); not the
+    matcher's ``plugin.search.retrieval.retrieval_config``."""
     configs = load_configs(path)
     name = name or default_name(path)
     if name not in configs:

@@ -27,12 +27,13 @@ from typing import Any, Protocol
 
 from plugin.errors import BadInput, LLMOutputInvalid, NotFound
 from plugin.evidence.retrieve import EvidenceQuery
-from plugin.models import MAX_TEXT_CHARS, Verdict, normalise_rating
+from plugin.models import MAX_TEXT_CHARS, Verdict
 from plugin.verify import prompts, steps
 from plugin.verify.blend import blended
 from plugin.verify.citing import cited_statements, citations, justification
 from plugin.verify.config import Strategy, VerificationConfig
 from plugin.verify.fewshot import FewShotPool
+from plugin.verify.lookup import clears, fact_check_found, looks_up, no_fact_check  # noqa: F401 (looks_up: re-exported)
 from plugin.verify.scoring import NO_ANSWER
 
 Progress = Callable[[str, int | None], None]
@@ -200,35 +201,10 @@ class Verifier:
         run.lookup = best
         if best is None or not clears(best, cfg):
             return None
-        rating = best.get("verdict") or normalise_rating(best.get("rating"))
-        verdict = rating.value if isinstance(rating, Verdict) else rating
-        if not verdict:
-            return None
-        citation = {k: best.get(k) for k in ("id", "url", "title", "claim", "publisher",
-                                             "published_at", "lang", "score", "rating")}
-        statement = (f"A fact-check published by {best.get('publisher') or best.get('domain') or 'a fact-checker'} "
-                     f"rated the claim \u201c{best.get('claim')}\u201d as {best.get('rating') or verdict}.")
-        return {"verdict": verdict, "label_scores": {label: float(label == verdict) for label in steps.LABELS},
-                "justification": f"{statement} [1]", "statements": [{"text": statement, "sources": [1]}],
-                "qa_pairs": [], "citations": [{"n": 1, "kind": "fact-check", **citation}],
-                "stage": "previously-fact-checked", "stopped_because": "fact-check-found",
-                "verdict_source": "fact-check", "match": citation}
+        return fact_check_found(best)
 
     def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
-        best = run.lookup
-        if best is None:
-            why = "no published fact-check matches the claim"
-        elif best.get("confidence") is not None and cfg.lookup_min_confidence is not None:
-            why = (f"the best-matching fact-check's confidence is {best['confidence']:.4f}, under "
-                   f"the threshold {cfg.lookup_min_confidence}")
-        else:
-            why = (f"the best-matching fact-check's similarity is {similarity(best) or 0.0:.4f}, under "
-                   f"the threshold {cfg.lookup_min_score}")
-        return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
-                "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
-                "stopped_because": "no-fact-check", "verdict_source": "none", "note": why,
-                "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score", "confidence")},
-                          "similarity": similarity(best)} if best else None}
+        return no_fact_check(run.lookup, cfg)
 
     # -- qa-loop ----------------------------------------------------------------------------------
     def _qa_loop(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
@@ -428,31 +404,6 @@ class Verifier:
         if self.evidence is None:
             raise BadInput("this verification configuration needs the evidence index: "
                            "load documents with `factsieve ingest-evidence`")
-
-
-def looks_up(cfg: VerificationConfig) -> bool:
-    """Whether a configuration has a previously-fact-checked stage at all."""
-    return cfg.lookup_min_confidence is not None or cfg.lookup_min_score is not None
-
-
-def clears(match: dict[str, Any], cfg: VerificationConfig) -> bool:
-    """Whether ``match`` is sure enough to answer the claim with its published rating: its
-    calibrated confidence against ``lookup_min_confidence`` when it has one, else its kNN
-    similarity against ``lookup_min_score`` (a retrieval configuration without a confidence
-    model, or server-side fusion); neither threshold met or set: no."""
-    if cfg.lookup_min_confidence is not None and match.get("confidence") is not None:
-        return float(match["confidence"]) >= cfg.lookup_min_confidence
-    if cfg.lookup_min_score is not None:
-        return (similarity(match) or 0.0) >= cfg.lookup_min_score
-    return False
-
-
-def similarity(match: dict[str, Any]) -> float | None:
-    """How close a match is to the claim, on an absolute scale: its best kNN score (Lucene's
-    cosine score, (1 + cos) / 2). The fused score cannot serve: RRF scores ranks, so every top
-    match of every claim scores about the same, related or not."""
-    dense = [e["score"] for name, e in (match.get("explain") or {}).items() if name.startswith("dense:")]
-    return max(dense) if dense else None
 
 
 def decisive(scores: dict[str, float], at: float) -> bool:

@@ -15,7 +15,7 @@ from plugin.search.matcher import REPROBE_AFTER, Matcher, MatchRequest
 from plugin.models import Mode
 from plugin.search.normalize import normalize_post
 from plugin.search.rerank import OnnxCrossEncoder, load_rerankers
-from plugin.search.retrieval import Rerank, get_config
+from plugin.search.retrieval import Rerank, retrieval_config
 from tests.conftest import SAMPLES
 from tests.tiny_cross_encoder import write_tiny_cross_encoder
 
@@ -47,7 +47,7 @@ def _passage(m: dict) -> str:
 
 def test_reranked_top_k_is_an_explained_permutation_of_the_fused_candidates(
         store, embedder, settings, sample_alias, ce_folder) -> None:
-    base = get_config("hybrid-rrf")
+    base = retrieval_config("hybrid-rrf")
     reranked_cfg = base.model_copy(update={"name": "hybrid-rrf-tiny",
                                            "rerank": Rerank(model=str(ce_folder), top=TOP)})
     ce = OnnxCrossEncoder(ce_folder, threads=1)
@@ -82,7 +82,7 @@ def test_reranked_top_k_is_an_explained_permutation_of_the_fused_candidates(
 def test_configs_name_rerankers_relative_to_the_model_cache(
         store, embedder, settings, sample_alias, ce_folder) -> None:
     local = settings.model_copy(update={"cache_dir": ce_folder.parent.parent.parent})
-    base = get_config("hybrid-rrf")
+    base = retrieval_config("hybrid-rrf")
     configs = {"hybrid-rrf": base,
                "hybrid-tiny": base.model_copy(update={"name": "hybrid-tiny",
                                                       "rerank": Rerank(model="rerankers/tiny", top=10)}),
@@ -115,7 +115,7 @@ class MeteredReranker:
 
 
 def test_a_live_budget_reranks_what_fits_and_says_so(store, embedder, settings, sample_alias):
-    cfg = get_config("hybrid-rrf").model_copy(update={"name": "metered", "rerank": Rerank(model="m", top=TOP)})
+    cfg = retrieval_config("hybrid-rrf").model_copy(update={"name": "metered", "rerank": Rerank(model="m", top=TOP)})
     ce = MeteredReranker(ms=40.0)
     matcher = Matcher(store, embedder, settings, alias=sample_alias, config=cfg, reranker=ce)
     matcher.clock = ce.clock
@@ -135,5 +135,5 @@ def test_a_live_budget_reranks_what_fits_and_says_so(store, embedder, settings, 
         assert not matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50)).reranked
     probe = matcher.match(MatchRequest(text=text, k=10, rerank_budget_ms=50))
     assert ce.calls[-1] == 2 and probe.reranked
-    fused = Matcher(store, embedder, settings, alias=sample_alias, config=get_config("hybrid-rrf"))
+    fused = Matcher(store, embedder, settings, alias=sample_alias, config=retrieval_config("hybrid-rrf"))
     assert [m["id"] for m in tight.matches] == [m["id"] for m in fused.match(MatchRequest(text=text, k=10)).matches]

@@ -18,7 +18,7 @@ import pytest
 
 from plugin.errors import LLMOutputInvalid, LLMUnavailable
 from plugin.service.keys import Scope
-from plugin.verify.config import get_config
+from plugin.verify.config import verification_config
 from plugin.verify.steps import LABELS
 from plugin.verify.verifier import VerifyRequest
 from tests.integration.conftest import Worker, closed_port, namespaced, poll_job, wait_for
@@ -63,7 +63,7 @@ def config(name: str, **changes):
     ``lookup_min_score=None`` turns the lookup off (its confidence threshold too)."""
     if "lookup_min_score" in changes and changes["lookup_min_score"] is None:
         changes.setdefault("lookup_min_confidence", None)
-    return get_config(name).model_copy(update={"fewshot": 0, "max_tokens": 200, **changes})
+    return verification_config(name).model_copy(update={"fewshot": 0, "max_tokens": 200, **changes})
 
 
 def verify(api_services, req: VerifyRequest, cfg):
@@ -150,7 +150,7 @@ def test_llm_down_is_a_clear_error(api_services, evidence_alias, api_corpus):
 
 def test_lookup_answers_a_previously_fact_checked_claim(api_services, api_corpus):
     out = verify(api_services, VerifyRequest(claim="The Great Wall of China can be seen from the moon"),
-                 get_config("lookup"))
+                 verification_config("lookup"))
     assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
     assert out["citations"][0]["url"] == "https://checks.example.org/great-wall-moon"
     assert out["tokens"]["prompt"] == 0  # no LLM for a published answer

@@ -13,7 +13,7 @@ from datetime import date
 import numpy as np
 import pytest
 
-from plugin.verify.config import get_config
+from plugin.verify.config import verification_config
 from plugin.verify.steps import LABELS
 from plugin.verify.verifier import Verifier, VerifyRequest
 from tests.integration.conftest import poll_job
@@ -56,12 +56,12 @@ def verifier_on(api_services, alias, cfg) -> Verifier:
 
 
 def no_lookup(name: str, **changes):
-    return get_config(name).model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
+    return verification_config(name).model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
                                                **changes})
 
 
 def test_services_give_the_cited_strategy_the_verdict_model_and_evidence_but_no_llm(api_services):
-    cfg = get_config("cited")
+    cfg = verification_config("cited")
     v = api_services.verifier(cfg)
     assert v.llm is None and v.head is not None and v.evidence.max_per_url == cfg.per_url
     assert v.matcher is not None  # the previously-fact-checked lookup runs first
@@ -93,7 +93,7 @@ def test_cited_answer_cites_only_passages_it_shows_from_before_the_claim(api_ser
     cfg = no_lookup("cited", mmr_lambda=mmr_lambda, passages=3, candidates=10)
     req = VerifyRequest(claim=CLAIM, date=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,))
     out = verifier_on(api_services, cited_alias, cfg).verify(req, cfg)
-    head_cfg = get_config("head").model_copy(update={"passages": 3})
+    head_cfg = verification_config("head").model_copy(update={"passages": 3})
     head = verifier_on(api_services, cited_alias, head_cfg).verify(req, head_cfg)
 
     assert set(head) | {"evidence_form", "statements"} <= set(out)  # the head's shape, and more

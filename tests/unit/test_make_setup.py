@@ -46,5 +46,5 @@ def test_make_names_the_local_llm_as_its_server_reports_it_and_its_blend_weight_
     # only where make also points FACTSIEVE_LLM_URL at the local server
     assert re.search(rf"^ifndef FACTSIEVE_LLM_URL\nexport FACTSIEVE_LLM_MODEL \?= {re.escape(alias)}\nendif$",
                      MAKEFILE, re.M)
-    assert alias in load_table()["models"], "run `factsieve blend-weight choose --write` for the local LLM"
+    assert alias in load_table()["models"], "run `factsieve blend-weight choose --write FILE` for the local LLM and commit FILE over the packaged table"
     assert json.loads(json.dumps(load_table()))  # weights only, plain JSON

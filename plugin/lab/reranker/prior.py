@@ -98,12 +98,12 @@ def fold_candidates(settings: Any, dataset_path: Path, *, config: str, folds: Se
     from plugin.search.matcher import Matcher, MatchRequest
     from plugin.search.normalize import normalize_post
     from plugin.search.rerank import passage
-    from plugin.search.retrieval import get_config
+    from plugin.search.retrieval import retrieval_config
 
     dataset = load_dataset(dataset_path)
     store, embedder = Store(settings), load_embedder(settings)
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
-    base = get_config(config)
+    base = retrieval_config(config)
     train = {str(q["id"]): q for q in dataset.queries
              if q.get("split") == "train" and dataset.qrels["all"].get(str(q["id"]))}
     out: list[Candidates] = []

@@ -147,8 +147,15 @@ def test_the_command_chooses_from_files_and_writes_the_weight_for_the_llm(tmp_pa
     report = json.loads(capsys.readouterr().out)
     assert report["weight"] == 0.6 and "written" not in report
     assert load_table(table)["models"] == {"other": 0.2}  # nothing written without --write
-    assert main([*argv, "--write"]) == 0
+    assert main([*argv, "--write", str(table)]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == {"table": str(table), "llm_model": "an-llm",
                                                               "weight": 0.6}
     assert load_table(table) == {"default": 0.6, "models": {"an-llm": 0.6, "other": 0.2}}
-    assert main([*argv[:-2], "--llm-model", "", "--write"]) == 2  # a weight for no name is refused
+    assert main([*argv[:-2], "--llm-model", "", "--write", str(table)]) == 2  # a weight for no name is refused
+    # never into the installed package: refused before anything is written (issue 36)
+    from plugin.verify.blend import packaged_path
+
+    before = packaged_path().read_bytes()
+    assert main([*argv, "--write", str(packaged_path())]) == 2
+    assert "inside the installed package" in capsys.readouterr().err
+    assert packaged_path().read_bytes() == before

@@ -52,7 +52,7 @@ def test_a_head_trained_on_the_dataset_is_flagged_in_sample(tmp_path):
 
 def test_run_config_counts_verdict_sources_and_fallbacks():
     from plugin.lab.verification import run_config
-    from plugin.verify.config import get_config
+    from plugin.verify.config import verification_config
 
     outs = iter([{"verdict_source": "llm"}, {"verdict_source": "head", "fallback_reason": "invalid"},
                  {"verdict_source": "none", "fallback_reason": "invalid; no head"}])
@@ -63,7 +63,7 @@ def test_run_config_counts_verdict_sources_and_fallbacks():
                     "stopped_because": "gold-evidence", "stage": "gold-evidence",
                     "timings_ms": {"total": 1.0}, **next(outs)}
 
-    _, cost = run_config(Fake(), get_config("qa-loop"), [CLAIM, CLAIM, CLAIM], "gold")
+    _, cost = run_config(Fake(), verification_config("qa-loop"), [CLAIM, CLAIM, CLAIM], "gold")
     assert cost["verdict_sources"] == {"llm": 1, "head (fallback)": 1, "none (fallback)": 1}
 
 

@@ -1,7 +1,7 @@
 """The memory's pure parts: which posts and decisions count, and how a match result changes."""
 import pytest
 
-from plugin.learn.memory import (CONFIRMED_BY_DESK, SAME_POST_CONFIDENCE, Memory, Neighbour, Verdict,
+from plugin.learn.memory import (CONFIRMED_BY_DESK, SAME_POST_CONFIDENCE, Memory, Neighbour, RememberedDecision,
                                  live_decisions, memory_confidence, near_duplicates, pairs_of,
                                  remembered, verdicts)
 from plugin.search.result import Match
@@ -79,8 +79,8 @@ def test_the_closest_post_wins_a_fact_check_and_the_newest_among_equals():
             "q": dec("d2", "q", "confirm", "a", at="2024-02-01"),
             "r": dec("d3", "r", "none", at="2024-03-01", cands=("b", "c"))}
     said = verdicts(near, live, "p")
-    assert said["a"] == Verdict("a", False, "p", 1.0, "d1", same_post=True)
-    assert said["b"] == Verdict("b", False, "r", 0.97, "d3")
+    assert said["a"] == RememberedDecision("a", False, "p", 1.0, "d1", same_post=True)
+    assert said["b"] == RememberedDecision("b", False, "r", 0.97, "d3")
     live["r"] = dec("d3", "r", "confirm", "c", at="2024-01-01")
     live["q"] = dec("d2", "q", "reject", "c", at="2024-02-01")
     assert verdicts(near, live, "p")["c"].decision_id == "d2"  # newer, equally close
@@ -88,7 +88,7 @@ def test_the_closest_post_wins_a_fact_check_and_the_newest_among_equals():
 
 # -- how the result changes ------------------------------------------------------------------------
 def test_rejected_pairs_are_dropped_and_the_confirmed_one_comes_first():
-    said = {"b": Verdict("b", False, "p0", 0.97, "d1"), "c": Verdict("c", True, "p0", 0.97, "d2")}
+    said = {"b": RememberedDecision("b", False, "p0", 0.97, "d1"), "c": RememberedDecision("c", True, "p0", 0.97, "d2")}
     out = remembered(result("a", "b", "c"), said).to_dict()
     assert [(m["id"], m["rank"]) for m in out["matches"]] == [("c", 1), ("a", 2)]
     top = out["matches"][0]
@@ -99,7 +99,7 @@ def test_rejected_pairs_are_dropped_and_the_confirmed_one_comes_first():
 
 
 def test_a_confirmed_fact_check_missing_from_the_matches_is_put_in_without_growing_them():
-    said = {"z": Verdict("z", True, "p", 1.0, "d1", same_post=True)}
+    said = {"z": RememberedDecision("z", True, "p", 1.0, "d1", same_post=True)}
     out = remembered(result("a", "b"), said, {"z": {"claim": "the claim", "url": "https://x.org/z"}}).to_dict()
     assert [m["id"] for m in out["matches"]] == ["z", "a"]
     z = out["matches"][0]
@@ -113,15 +113,15 @@ def test_a_confirmed_fact_check_missing_from_the_matches_is_put_in_without_growi
 
 def test_nothing_said_about_these_matches_leaves_the_result_itself():
     r = result("a", "b")
-    assert remembered(r, {"x": Verdict("x", False, "p", 1.0, "d")}) is r
+    assert remembered(r, {"x": RememberedDecision("x", False, "p", 1.0, "d")}) is r
 
 
 def test_memory_confidence_is_the_desks_word_never_below_the_matchers():
-    assert memory_confidence(Verdict("a", True, "p", 1.0, "d", same_post=True)) == SAME_POST_CONFIDENCE
-    assert memory_confidence(Verdict("a", True, "q", 0.99, "d")) == 0.96
-    assert memory_confidence(Verdict("a", True, "q", 0.93, "d")) == 0.96
-    assert memory_confidence(Verdict("a", True, "q", 0.91, "d")) == 0.75
-    assert memory_confidence(Verdict("a", True, "q", 0.96, "d"), matched=0.997) == 0.997
+    assert memory_confidence(RememberedDecision("a", True, "p", 1.0, "d", same_post=True)) == SAME_POST_CONFIDENCE
+    assert memory_confidence(RememberedDecision("a", True, "q", 0.99, "d")) == 0.96
+    assert memory_confidence(RememberedDecision("a", True, "q", 0.93, "d")) == 0.96
+    assert memory_confidence(RememberedDecision("a", True, "q", 0.91, "d")) == 0.75
+    assert memory_confidence(RememberedDecision("a", True, "q", 0.96, "d"), matched=0.997) == 0.997
 
 
 # -- the step, over an in-memory reader -------------------------------------------------------------

@@ -104,11 +104,11 @@ def test_a_config_whose_query_tower_saw_the_training_queries_is_fitted_out_of_fo
 def test_a_reranking_configuration_is_scored_by_the_calibrator_it_names():
     """``hybrid-rerank`` names its first stage's confidence model; the others use their own."""
     from plugin.search.matcher import Matcher
-    from plugin.search.retrieval import get_config
+    from plugin.search.retrieval import retrieval_config
     from plugin.settings import Settings
 
-    assert get_config("hybrid-rerank").calibrator == "factsieve"
+    assert retrieval_config("hybrid-rerank").calibrator == "factsieve"
     matcher = Matcher(store=None, embedder=None, settings=Settings(), config="factsieve")
-    own = matcher.calibrator_for(get_config("factsieve"))
-    assert own is not None and matcher.calibrator_for(get_config("hybrid-rerank")) is own
-    assert matcher.calibrator_for(get_config("bm25")) is None
+    own = matcher.calibrator_for(retrieval_config("factsieve"))
+    assert own is not None and matcher.calibrator_for(retrieval_config("hybrid-rerank")) is own
+    assert matcher.calibrator_for(retrieval_config("bm25")) is None

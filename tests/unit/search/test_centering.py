@@ -5,7 +5,7 @@ import pytest
 from plugin.search.centering import LanguageCentroids, center_query, centroids_body, read_centroids
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.models import Mode
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 from plugin.settings import Settings
 from tests.stub_embedder import StubEmbedder
 
@@ -46,7 +46,7 @@ def test_the_aggregation_samples_per_language():
 
 @pytest.mark.parametrize("mode, centred", [(Mode.AUTO, True), (Mode.CROSS, True), (Mode.MONO, False)])
 def test_the_matcher_centres_dense_queries_across_languages_only(mode, centred):
-    cfg = get_config("factsieve")
+    cfg = retrieval_config("factsieve")
     assert cfg.language_centering == 0.5
     c = LanguageCentroids(centroids={"ko": np.array([0.0, 1.0, 0.0])}, mean=np.array([0.0, 0.5, 0.0]))
     matcher = Matcher(store=None, embedder=StubEmbedder(), settings=Settings(), config=cfg)

@@ -2,19 +2,19 @@
 import pytest
 
 from plugin.search.hybrid import NEURAL_PLUGIN, normalised_weights, server_plan
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 
 B = {"_source": ["id"], "query": {"match": {"claim": "x"}}}
 K = {"_source": ["id"], "query": {"knn": {"embedding": {"vector": [1.0], "k": 10}}}}
 
 
 def test_no_plugin_no_plan():
-    plan, why = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins=set())
+    plan, why = server_plan(retrieval_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins=set())
     assert plan is None and "neural-search" in why
 
 
 def test_minmax_plan_has_normalised_weights_and_top_level_hybrid():
-    cfg = get_config("factsieve").model_copy(update={"fusion": "minmax"})
+    cfg = retrieval_config("factsieve").model_copy(update={"fusion": "minmax"})
     plan, why = server_plan(cfg, {"a": B, "b": K}, {"a": 0.9, "b": 2.1}, size=10, plugins={NEURAL_PLUGIN})
     assert why == "fits"
     assert plan.body["query"] == {"hybrid": {"queries": [B["query"], K["query"]]}}
@@ -24,13 +24,13 @@ def test_minmax_plan_has_normalised_weights_and_top_level_hybrid():
 
 
 def test_weighted_rrf_does_not_fit_2_19():
-    plan, why = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.8, "b": 0.2}, size=10,
+    plan, why = server_plan(retrieval_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.8, "b": 0.2}, size=10,
                             plugins={NEURAL_PLUGIN})
     assert plan is None and "weights" in why
 
 
 def test_equal_weight_rrf_fits():
-    plan, _ = server_plan(get_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.5, "b": 0.5}, size=10,
+    plan, _ = server_plan(retrieval_config("hybrid-rrf"), {"a": B, "b": K}, {"a": 0.5, "b": 0.5}, size=10,
                           plugins={NEURAL_PLUGIN})
     assert plan.pipeline_body["phase_results_processors"][0]["score-ranker-processor"]["combination"] == {
         "technique": "rrf", "rank_constant": 60}
@@ -38,7 +38,7 @@ def test_equal_weight_rrf_fits():
 
 def test_more_than_five_subqueries_do_not_fit():
     bodies = {str(i): B for i in range(6)}
-    plan, why = server_plan(get_config("factsieve"), bodies, {str(i): 1 for i in range(6)}, size=10,
+    plan, why = server_plan(retrieval_config("factsieve"), bodies, {str(i): 1 for i in range(6)}, size=10,
                             plugins={NEURAL_PLUGIN})
     assert plan is None and "at most 5" in why
 
@@ -54,7 +54,7 @@ def test_hybrid_body_asks_for_what_the_subqueries_ask_for():
 
     bodies = {"a": bm25_query("x", lang="en", filters=None, size=10),
               "b": knn_query([1.0], filters=None, size=10)}
-    plan, _ = server_plan(get_config("hybrid-rrf"), bodies, {"a": 0.5, "b": 0.5}, size=10,
+    plan, _ = server_plan(retrieval_config("hybrid-rrf"), bodies, {"a": 0.5, "b": 0.5}, size=10,
                           plugins={NEURAL_PLUGIN})
     assert plan.body["stored_fields"] == "_none_"
     assert plan.body["docvalue_fields"] == ["id", "lang", "domain", "publisher"]
@@ -62,7 +62,7 @@ def test_hybrid_body_asks_for_what_the_subqueries_ask_for():
 
 
 def test_a_plan_whose_pipeline_is_not_installed_does_not_fit():
-    cfg = get_config("hybrid-rrf")
+    cfg = retrieval_config("hybrid-rrf")
     plan, _ = server_plan(cfg, {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins={NEURAL_PLUGIN})
     installed = {plan.pipeline}
     assert server_plan(cfg, {"a": B, "b": K}, {"a": 1, "b": 1}, size=10, plugins={NEURAL_PLUGIN},
@@ -97,5 +97,5 @@ def test_rrf_with_another_rank_constant_does_not_fit_2_19():
     (the factsieve configuration) fuses client-side."""
     from plugin.search.hybrid import fusion_pipeline
 
-    why = fusion_pipeline(get_config("factsieve"), [0.5, 0.5])
+    why = fusion_pipeline(retrieval_config("factsieve"), [0.5, 0.5])
     assert isinstance(why, str) and "rank_constant" in why

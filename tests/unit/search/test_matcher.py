@@ -6,7 +6,7 @@ import pytest
 from plugin.errors import BadInput
 from plugin.search.matcher import Matcher, MatchRequest, boost, collapse, same_claim
 from plugin.models import Fused, Hit, Mode
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 from plugin.settings import Settings
 from plugin.search.variants import debunk_variant
 from tests.stub_embedder import StubEmbedder
@@ -270,7 +270,7 @@ def test_a_configuration_with_a_query_encoder_embeds_the_post_with_its_tower():
     matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", config)
     assert tower.calls == [["a post"]] and base.calls == []
     assert matcher.query_encoder_note(config) is None
-    plain = get_config("dense")
+    plain = retrieval_config("dense")
     matcher.plan(MatchRequest(text="a post", lang="en"), "a post", "en", plain)
     assert base.calls == [["a post"]]
 
@@ -320,3 +320,43 @@ def test_a_reranker_trained_on_english_keeps_other_posts_and_mixed_heads_in_fuse
     assert "unknown language" in outside_languages(en, None, _head("en"))
     note = outside_languages(en, "en", _head("en", "ko", "es", "ko"))
     assert "candidates include es, ko" in note and "fused (first-stage) order" in note
+
+
+def test_a_reranker_that_fails_while_scoring_leaves_the_fused_order_and_says_its_error(caplog):
+    class Broken:
+        name = "broken"
+
+        def score(self, query, passages):
+            raise RuntimeError("onnxruntime: bad input shape")
+
+    from plugin.search.retrieval import Rerank
+
+    ids = [str(i) for i in range(30)]
+    store = FakeStore({d: f"claim {d}" for d in ids}, bm25=ids, dense=ids)
+    m = fake_matcher(store)
+    m.config = m.config.model_copy(update={"rerank": Rerank(model="x", top=8)})
+    m.reranker = Broken()
+    with caplog.at_level("WARNING", logger="plugin.search.matcher"):
+        result = m.match(MatchRequest(text="claim", lang="en", k=3, rerank=True))
+    assert [x["id"] for x in result.matches] == ["0", "1", "2"] and result.reranked is False
+    assert any("reranker 'broken' failed (RuntimeError: onnxruntime: bad input shape)" in n
+               for n in result.notes)
+    assert not any("no reranker is configured" in n for n in result.notes)
+    assert any("bad input shape" in r.getMessage() for r in caplog.records)
+
+
+def test_a_reranker_that_failed_to_load_is_reported_with_its_error(monkeypatch):
+    from plugin.search import rerank
+    from plugin.search.retrieval import Rerank
+
+    monkeypatch.setattr(rerank, "_LOAD_ERRORS", {"x": "no ONNX cross-encoder in /models/x"})
+    ids = [str(i) for i in range(30)]
+    store = FakeStore({d: f"claim {d}" for d in ids}, bm25=ids, dense=ids)
+    m = fake_matcher(store)
+    m.config = m.config.model_copy(update={"rerank": Rerank(model="x", top=8)})
+    for asked in (None, True):
+        result = m.match(MatchRequest(text="claim", lang="en", k=3, rerank=asked))
+        assert result.reranked is False
+        assert ("the reranker 'x' failed to load (no ONNX cross-encoder in /models/x): "
+                "the matches are in fused (first-stage) order") in result.notes
+    assert m.match(MatchRequest(text="claim", lang="en", k=3, rerank=False)).notes == ()

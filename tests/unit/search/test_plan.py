@@ -6,7 +6,7 @@ import pytest
 from plugin.models import Mode
 from plugin.search.plan import SAME_LANG_BOOST, MatchPlan, dense_variants
 from plugin.search.request import MatchRequest
-from plugin.search.retrieval import RetrievalConfig, get_config
+from plugin.search.retrieval import RetrievalConfig, retrieval_config
 
 
 def config(**extra):
@@ -52,7 +52,7 @@ def test_queries_are_built_from_texts_and_vectors_alone():
 
 
 def test_a_variant_without_text_sits_out():
-    cfg = get_config("reveal")
+    cfg = retrieval_config("reveal")
     plan = MatchPlan.decide(MatchRequest(text="x"), "en", cfg)
     texts = {"post": "p", "hyde": None, "question": "q?", "debunk": "p fact check"}
     assert "hyde" not in dense_variants(cfg, texts)

@@ -21,8 +21,9 @@ from plugin.search.rerank import (
     load_reranker,
     load_rerankers,
     resolve_reranker_path,
+    unavailable_reranker,
 )
-from plugin.search.retrieval import get_config
+from plugin.search.retrieval import retrieval_config
 from plugin.settings import Settings
 from tests.tiny_cross_encoder import TINY_CE, numpy_logit, random_cross_encoder, write_tiny_cross_encoder
 
@@ -243,7 +244,7 @@ def test_load_reranker_hub_name_goes_to_sentence_transformers(tmp_path: Path,
 
 
 def _configs(models: dict[str, str | None]) -> dict:
-    base = get_config("hybrid-rrf")
+    base = retrieval_config("hybrid-rrf")
     out = {}
     for name, model in models.items():
         body = base.model_dump()
@@ -257,6 +258,7 @@ def test_load_rerankers_skips_unavailable_and_shares_instances(
         tmp_path: Path, ce_dir: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setattr("plugin.search.rerank._LOAD_ERRORS", {})
     settings = _settings(tmp_path)
     _install(ce_dir, settings.model_cache_dir / "rerankers" / "tiny")
     configs = _configs({"plain": None, "a": "rerankers/tiny", "b": "rerankers/tiny",
@@ -266,6 +268,10 @@ def test_load_rerankers_skips_unavailable_and_shares_instances(
     assert set(got) == {"a", "b"} and got["a"] is got["b"]
     assert isinstance(got["a"], OnnxCrossEncoder)
     assert any("'hub'" in r.getMessage() and "factsieve[torch]" in r.getMessage() for r in caplog.records)
+    # the skipped one's error is kept for the matcher's note, the loaded ones have none
+    failed = unavailable_reranker(configs["hub"])
+    assert failed is not None and failed.name == "BAAI/bge-reranker-v2-m3" and "factsieve[torch]" in failed.reason
+    assert unavailable_reranker(configs["a"]) is None and unavailable_reranker(configs["plain"]) is None
     assert load_rerankers(_configs({"plain": None}), settings) == {}
 
 

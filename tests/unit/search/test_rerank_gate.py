@@ -2,7 +2,7 @@
 import pytest
 
 from plugin.models import Fused, Hit
-from plugin.search.rerank import MIN_RERANK_PAIRS, REPROBE_AFTER, RerankGate, reorder
+from plugin.search.rerank import MIN_RERANK_PAIRS, REPROBE_AFTER, RerankGate, UnavailableReranker, reorder
 from plugin.search.retrieval import Rerank, RetrievalConfig
 
 CFG = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}],
@@ -34,6 +34,10 @@ def test_without_a_budget_the_configured_head_is_reranked():
     ({"reranker": None}, None),
     ({"cfg": PLAIN, "asked": True}, "no reranker is configured for configuration 't'"),
     ({"reranker": None, "asked": True}, "no reranker is configured"),
+    ({"reranker": UnavailableReranker("m", "onnxruntime is not installed")},
+     "the reranker 'm' failed to load (onnxruntime is not installed)"),
+    ({"reranker": UnavailableReranker("m", "boom"), "asked": True}, "the reranker 'm' failed to load (boom)"),
+    ({"reranker": UnavailableReranker("m", "boom"), "asked": False}, None),
     ({"reranker": English(), "lang": "es"}, "this post is es"),
     ({"reranker": English(), "fused": head(lang="ko")}, "candidates include ko"),
 ])

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from plugin.errors import BadInput
-from plugin.search.retrieval import RetrievalConfig, default_config_name, get_config, load_configs
+from plugin.search.retrieval import RetrievalConfig, default_config_name, load_configs, retrieval_config
 
 REQUIRED = {"bm25", "dense", "sieve", "hybrid-rrf", "multiquery"}
 
@@ -19,14 +19,14 @@ def test_packaged_configs_load_and_include_the_seed_methods():
 
 
 def test_hybrid_rrf_weights_follow_factdebug():
-    cfg = get_config("hybrid-rrf")
+    cfg = retrieval_config("hybrid-rrf")
     assert cfg.weights(crosslingual=False) == {"bm25:post": 0.8, "dense:post": 0.2}
     assert cfg.weights(crosslingual=True) == {"bm25:post": 0.5, "dense:post": 0.5}
 
 
 def test_unknown_config_lists_known_ones():
     with pytest.raises(BadInput, match="known: .*bm25"):
-        get_config("nope")
+        retrieval_config("nope")
 
 
 @pytest.mark.parametrize("body, message", [
@@ -67,7 +67,7 @@ def test_a_file_is_parsed_once_and_its_configurations_are_shared_read_only(tmp_p
     path.write_text(json.dumps({"default": "x", "configs": {"x": {"retrievers": [{"kind": "bm25"}]}}}))
     first = load_configs(path)
     path.write_text("not json")  # parsed once: the second load does not read the file
-    assert load_configs(path)["x"] is first["x"] and get_config(None, path) is first["x"]
+    assert load_configs(path)["x"] is first["x"] and retrieval_config(None, path) is first["x"]
     first.pop("x")  # each caller gets its own mapping
     assert set(load_configs(path)) == {"x"}
     with pytest.raises(ValidationError):

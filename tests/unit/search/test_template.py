@@ -8,7 +8,7 @@ import pytest
 
 from plugin.search.hybrid import fusion_pipeline
 from plugin.search.queries import KNN_EF_SEARCH, date_clause
-from plugin.search.retrieval import RetrievalConfig, get_config
+from plugin.search.retrieval import RetrievalConfig, retrieval_config
 from plugin.search.template import MONO_FIELD, fill, match_template, template_fits
 
 SECTION = re.compile(r"\{\{([#^])(\w+)\}\}(.*?)\{\{/\2\}\}", re.S)
@@ -28,7 +28,7 @@ def mustache(source: str, params: dict) -> str:
 
 @pytest.fixture(scope="module")
 def source():
-    return match_template(get_config("rrf"), model_id="MODEL", query_prefix="query: ")
+    return match_template(retrieval_config("rrf"), model_id="MODEL", query_prefix="query: ")
 
 
 def render(source, **params):
@@ -75,7 +75,7 @@ def test_dates_filter_as_a_match_does(source):
 
 def test_the_pipeline_travels_inside_and_the_model_is_filled_in(source):
     body = render(source, query_text="x")
-    name, pipeline = fusion_pipeline(get_config("rrf"), [1.0, 1.0])
+    name, pipeline = fusion_pipeline(retrieval_config("rrf"), [1.0, 1.0])
     assert body["search_pipeline"] == pipeline
     neural = body["query"]["hybrid"]["queries"][1]["neural"]["embedding"]
     assert neural["model_id"] == "MODEL" and neural["k"] == body["query"]["hybrid"]["pagination_depth"] == 100
@@ -83,14 +83,14 @@ def test_the_pipeline_travels_inside_and_the_model_is_filled_in(source):
 
 
 def test_which_configurations_fit():
-    assert template_fits(get_config("rrf")) is None and template_fits(get_config("minmax")) is None
-    assert "by mode" in template_fits(get_config("factsieve"))
-    assert "BM25 then one dense" in template_fits(get_config("multiquery"))
+    assert template_fits(retrieval_config("rrf")) is None and template_fits(retrieval_config("minmax")) is None
+    assert "by mode" in template_fits(retrieval_config("factsieve"))
+    assert "BM25 then one dense" in template_fits(retrieval_config("multiquery"))
     dense_first = RetrievalConfig.model_validate(
         {"name": "d", "retrievers": [{"kind": "dense"}, {"kind": "bm25"}]})
     assert "order" in template_fits(dense_first)
     with pytest.raises(ValueError, match="cannot be a search template"):
-        match_template(get_config("factsieve"), model_id="M", query_prefix="")
+        match_template(retrieval_config("factsieve"), model_id="M", query_prefix="")
 
 
 def test_fill_refuses_an_unfilled_placeholder():

@@ -3,7 +3,7 @@ import pytest
 
 from plugin.errors import BadInput
 from plugin.service.keys import Scope, hash_key, window
-from plugin.settings import redact_url
+from plugin.urls import redact_url
 
 
 def test_hash_key_is_sha256_hex():

@@ -61,3 +61,12 @@ def test_services_weigh_the_blend_for_the_configured_llm():
     for name in ["", "an-llm-nobody-measured", *table["models"]]:
         services = Services(Settings(_env_file=None, llm_model=name))
         assert services.blend_weight() == blend_weight(name, table)
+
+
+def test_the_packaged_table_is_never_written(tmp_path):
+    before = packaged_path().read_bytes()
+    with pytest.raises(BadInput, match="inside the installed package"):
+        write_table(TABLE, packaged_path())
+    with pytest.raises(BadInput, match="--write"):
+        write_table(TABLE, packaged_path().parent / "other.json", "--write")
+    assert packaged_path().read_bytes() == before and not (packaged_path().parent / "other.json").exists()

@@ -209,13 +209,13 @@ def flow_passages():
 
 
 def test_verify_cited_scores_everything_in_one_call_and_never_asks_an_llm():
-    from plugin.verify.config import get_config
+    from plugin.verify.config import verification_config
     from plugin.verify.verifier import Verifier, VerifyRequest
 
     alone = {"a": scores(0.1, 0.8), "b": scores(0.6, 0.2), "c": scores(0.3, 0.3), "d": scores(0.2, 0.6),
              "e": scores(0.2, 0.5)}
     head, evidence = BatchHead(alone), Evidence(flow_passages(), Q)
-    cfg = get_config("cited").model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
+    cfg = verification_config("cited").model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
                                                 "passages": 3, "mmr_lambda": None, "per_url": 2})
     req = VerifyRequest(claim=CLAIM, date=date(2020, 6, 1), exclude_urls=("https://news.example.com/a",))
     out = Verifier(evidence=evidence, head=head).verify(req, cfg)
@@ -237,10 +237,10 @@ def test_verify_cited_scores_everything_in_one_call_and_never_asks_an_llm():
 
 def test_verify_cited_needs_evidence_and_a_verdict_model():
     from plugin.errors import BadInput, ModelUnavailable
-    from plugin.verify.config import get_config
+    from plugin.verify.config import verification_config
     from plugin.verify.verifier import Verifier, VerifyRequest
 
-    cfg = get_config("cited").model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None})
+    cfg = verification_config("cited").model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None})
     with pytest.raises(BadInput, match="evidence index"):
         Verifier(head=BatchHead({})).verify(VerifyRequest(claim=CLAIM), cfg)
     with pytest.raises(ModelUnavailable, match="train-verdict"):

@@ -46,11 +46,11 @@ def test_a_file_with_a_missing_base_is_refused(tmp_path):
 
 
 def test_overrides_are_validated_like_the_file():
-    from plugin.verify.config import get_config, parse_overrides, with_overrides
+    from plugin.verify.config import verification_config, parse_overrides, with_overrides
 
     assert parse_overrides(["mmr_lambda=0.5", "passages=4", "mmr_lambda=null", "retrieval=bm25"]) == {
         "mmr_lambda": None, "passages": 4, "retrieval": "bm25"}
-    cited = get_config("cited")
+    cited = verification_config("cited")
     assert with_overrides(cited, {"mmr_lambda": 0.5}).mmr_lambda == 0.5
     for changes, message in [({"mmr_lambda": 2}, "mmr_lambda"), ({"nope": 1}, "nope"),
                              ({"strategy": "head"}, "cannot change strategy")]:

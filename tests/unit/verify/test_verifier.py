@@ -9,7 +9,7 @@ import pytest
 
 from plugin.errors import BadInput, LLMNotConfigured
 from plugin.verify import prompts, steps
-from plugin.verify.config import Strategy, get_config, load_configs
+from plugin.verify.config import Strategy, load_configs, verification_config
 from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
 from plugin.verify.citing import cited_statements, citations, justification
 from plugin.verify.verifier import Verifier, VerifyRequest
@@ -62,16 +62,16 @@ def answers(decisive: float = 0.9, question=lambda n: {"question": f"Question nu
 
 
 def cfg(name: str, **changes):
-    return get_config(name).model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
+    return verification_config(name).model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
                                                **changes})
 
 
 def test_packaged_configs_cover_every_strategy():
     configs = load_configs()
     assert {c.strategy for c in configs.values()} == set(Strategy)
-    assert get_config().name == "qa-loop"
+    assert verification_config().name == "qa-loop"
     with pytest.raises(BadInput, match="unknown verification configuration"):
-        get_config("nope")
+        verification_config("nope")
 
 
 def test_prompts_render_and_refuse_missing_values():
@@ -210,19 +210,19 @@ class Matcher:
 
 
 def test_lookup_answers_above_the_threshold_and_falls_through_below():
-    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
     assert out["citations"][0]["url"] == "https://fc.example/1" and out["justification"].endswith("[1]")
-    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["stage"] == "lookup" and out["verdict"] == "Not Enough Evidence"
     assert "under the threshold" in out["note"]
     out = Verifier(matcher=Matcher(0.96)).verify(
-        VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), get_config("lookup"))
+        VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), verification_config("lookup"))
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
 
 
 def test_the_lookup_reads_the_calibrated_confidence_first():
-    lookup = get_config("lookup")
+    lookup = verification_config("lookup")
     assert lookup.lookup_min_confidence == 0.9
     # a sure match by confidence answers even though its kNN similarity is under lookup_min_score
     out = Verifier(matcher=Matcher(0.90, confidence=0.93)).verify(VerifyRequest(claim="c"), lookup)
@@ -363,9 +363,9 @@ def test_verdict_source_says_where_each_verdict_came_from():
     assert out["head_weight"] == 0.5 and out["label_scores_llm"]["Refuted"] == 0.9
     out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head"))
     assert out["verdict_source"] == "head" and "fallback_reason" not in out
-    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["verdict_source"] == "fact-check"
-    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), get_config("lookup"))
+    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["verdict_source"] == "none"
 
 
