@@ -42,7 +42,7 @@ from plugin.learn.memory_reposts import repost  # noqa: E402
 from plugin.search.duplicates import DUPLICATE_JACCARD  # noqa: E402
 from plugin.search.request import MatchRequest  # noqa: E402
 from plugin.search.versions import versions_of  # noqa: E402
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import TEST_MODEL, Settings  # noqa: E402
 

@@ -19,10 +19,10 @@ from plugin.search.request import MatchRequest
 from plugin.search.versions import versions_of
 from plugin.owners import Writer
 from plugin.service.services import Services
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
 from plugin.service.keys import DEFAULT_TENANT
-from plugin.service.webhooks import Event, wants
+from plugin.events import Event, wants
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
