@@ -103,7 +103,7 @@ def mine(settings: Settings, dataset_path: Path, mining: MiningOptions = MiningO
     """Hard negatives for every training query from the first stage over the dataset's index."""
     from plugin.embedding import load_embedder
     from plugin.index.store import Store
-    from plugin.lab.datasets import ensure_dataset_index, load_dataset
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
     from plugin.search.matcher import Matcher
 
     dataset = load_dataset(dataset_path)

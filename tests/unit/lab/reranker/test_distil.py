@@ -74,7 +74,7 @@ def test_a_depth_adapter_is_built_as_the_first_layers_of_the_base():
     assert any(i.name.startswith("l1_") for i in model.graph.initializer)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
-    from plugin.lab.reranker.lora import PairScorer
+    from plugin.learn.train.lora import PairScorer
 
     scorer = PairScorer(jax, dataclasses.replace(TINY3, layers=2), w,
                         DistilOptions(depth=2, rank=2).scorer_options())

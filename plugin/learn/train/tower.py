@@ -301,7 +301,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     from plugin.embedding.query_tower import base_model_dir
     from plugin.ingest.formats import Format, read_records
     from plugin.ingest.pipeline import IngestReport, embed_factchecks, validate
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.lab.reranker.groups import training_query_ids
     from plugin.search.normalize import normalize_post
     from plugin.search.variants import VARIANTS

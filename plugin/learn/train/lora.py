@@ -88,7 +88,7 @@ def split_groups(groups: Sequence[TrainingGroup], *, holdout: bool = False,
     if fold is None:
         held = holdout_group if holdout else (lambda _qid: False)
     else:
-        from plugin.lab.query_tower import check_fold, fold_of
+        from plugin.learn.train.tower import check_fold, fold_of
 
         i, k = check_fold(fold)
         held = lambda qid: fold_of(qid, k) == i  # noqa: E731
@@ -100,7 +100,7 @@ class PairScorer:
 
     def __init__(self, jax: Any, shape: Any, weights: dict[str, np.ndarray],
                  options: LoraRerankerOptions, start: Any = None, num_labels: int = 1) -> None:
-        from plugin.lab.query_tower import Tower, TowerOptions
+        from plugin.learn.train.tower import Tower, TowerOptions
 
         self.jax, self.jnp, self.options = jax, jax.numpy, options
         self.tower = Tower(jax, shape, weights, TowerOptions(rank=options.rank, layers=options.layers,
@@ -300,7 +300,7 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.build.adapted import read_base_weights
     from plugin.embedding.query_tower import base_model_dir
-    from plugin.lab.query_tower import load_jax
+    from plugin.learn.train.tower import load_jax
     from plugin.search.lora_reranker import reranker_adapter_dir
 
     options = (options or LoraRerankerOptions()).validated()
@@ -386,7 +386,7 @@ def training_languages(dataset: Any, query_ids: set[str]) -> list[str]:
     folder = Path(dataset) if dataset else None
     if folder is None or not (folder / "queries.jsonl").is_file():
         return []
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
 
     data = load_dataset(folder)
     langs = {q.get("lang") for q in data.queries if str(q["id"]) in query_ids}
