@@ -88,7 +88,7 @@ def padded(negatives: tuple[str, ...], size: int) -> tuple[str, ...]:
 
 
 def as_training(g: DecisionGroup, passages: dict[str, str], *, flip: bool = False) -> Any:
-    from plugin.lab.reranker.groups import TrainingGroup
+    from plugin.learn.train.groups import TrainingGroup
     from plugin.search.normalize import normalize_post
 
     pos, negs = passages[g.positive], [passages[n] for n in g.negatives]
@@ -101,7 +101,7 @@ def reference_groups(services: Any, options: LearnOptions, first_stage: str) -> 
     """The reference dataset's ``train`` groups (replay) and ``dev`` groups (evaluation), mined
     with the first stage over its evaluation index (built once, reused)."""
     from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
-    from plugin.lab.reranker.groups import mine_groups
+    from plugin.learn.train.groups import mine_groups
     from plugin.search.matcher import Matcher
 
     dataset = load_dataset(options.reference)

@@ -30,7 +30,7 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BadInput, InvalidRequest, NotFound, scrub
-from plugin.events import Event, wants
+from plugin.events import Event
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.kv import KV

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from plugin.errors import BadInput
-from plugin.lab.reranker.groups import TrainingGroup
+from plugin.learn.train.groups import TrainingGroup
 
 log = logging.getLogger(__name__)
 
@@ -257,8 +257,9 @@ def train_distilled_reranker(settings: Any, source: Any, teacher: str, name: str
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import base_model_dir, check_base
     from plugin.learn.train.tower import load_jax
-    from plugin.learn.train.lora import (CHECK_GROUPS, INT8_MIN_TOP1, PairScorer, adapter_manifest,
-                                          encode_pairs, group_map5, int8_agreement, split_groups)
+    from plugin.lab.reranker.lora import (CHECK_GROUPS, INT8_MIN_TOP1, adapter_manifest, int8_agreement,
+                                          split_groups)
+    from plugin.learn.train.lora import PairScorer, encode_pairs, group_map5
     from plugin.search.lora_reranker import find_reranker_adapter, reranker_adapter_dir
 
     options = (options or DistilOptions()).validated()

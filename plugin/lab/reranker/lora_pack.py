@@ -71,8 +71,9 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.build.adapted import read_base_weights
     from plugin.embedding.query_tower import base_model_dir
-    from plugin.learn.train.tower import fold_of
-    from plugin.learn.train.lora import adapter_manifest, encode_pairs
+    from plugin.lab.query_tower import fold_of
+    from plugin.lab.reranker.lora import adapter_manifest
+    from plugin.learn.train.lora import encode_pairs
     from plugin.lab.reranker.prior import fold_candidates
 
     if len(encoders) < 2:
@@ -158,7 +159,7 @@ def train_from_pack(jax: Any, pack: Path, out: Path, sweep: Sequence[dict[str, A
     entry, so a run cut short still returns what it finished. ``fixed_width`` pads every batch to
     the pack's ``max_length`` (one compiled program per step kind: what a GPU wants)."""
     from plugin.embedding.adapter import save_adapter
-    from plugin.learn.train.tower import fold_of
+    from plugin.lab.query_tower import fold_of
     from plugin.learn.train.lora import LoraRerankerOptions, PairScorer, train
 
     header, shape, weights, group_pairs, cand_pairs = read_pack(pack)
@@ -243,7 +244,7 @@ def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: 
     """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (default: the
     committed ``plugin/artefacts/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
     from plugin.embedding.adapter import load_adapter, save_adapter
-    from plugin.learn.train.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
+    from plugin.lab.reranker.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
     from plugin.search.lora_reranker import reranker_adapter_dir
 
     src = Path(folder)

@@ -180,7 +180,7 @@ def test_the_committed_rerankers_fit_the_packaged_model_and_name_their_training_
 
 
 def test_training_languages_are_those_of_the_training_posts_and_their_fact_checks(tmp_path: Path):
-    from plugin.learn.train.lora import training_languages
+    from plugin.lab.reranker.lora import training_languages
 
     def write(name: str, rows: list[dict]) -> None:
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -198,9 +198,9 @@ def test_training_languages_are_those_of_the_training_posts_and_their_fact_check
 
 def test_fold_and_holdout_split_groups_by_query_as_the_query_tower_does():
     from plugin.errors import BadInput
-    from plugin.learn.train.tower import fold_of
-    from plugin.lab.reranker.groups import TrainingGroup
-    from plugin.learn.train.lora import holdout_group, split_groups
+    from plugin.lab.query_tower import fold_of
+    from plugin.lab.reranker.lora import holdout_group, split_groups
+    from plugin.learn.train.groups import TrainingGroup
 
     groups = [TrainingGroup(str(q), "post", f"fc{j}", ("neg",)) for q in range(40) for j in range(2)]
     assert split_groups(groups) == (groups, [])

@@ -16,7 +16,7 @@ import pytest
 from plugin.errors import BadInput
 from plugin.lab.reranker.lora_pack import (WORD_EMBEDDINGS, flatten, prune_vocabulary, read_pack,
                                            save_pack, sweep_report)
-from plugin.learn.train.tower import fold_of
+from plugin.lab.query_tower import fold_of
 from tests.conftest import ROOT
 from tests.unit.embedding.tiny_bert import TINY, random_bert
 
