@@ -14,7 +14,7 @@ from plugin.errors import BadInput
 from plugin.net.outbound import MAX_RESPONSE_BYTES, DeliveryError, Reply, Target, check_target, post
 from plugin.service.signing import delivery_headers
 from plugin.service.webhooks import DeliveryStatus
-from tests.unit.service.test_outbound import once
+from tests.unit.net.test_outbound import once
 from tests.unit.service.test_webhooks import KNOWN, make_store, planned
 
 
