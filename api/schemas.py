@@ -18,7 +18,8 @@ from plugin.search.request import MatchRequest
 from plugin.service.jobs import JobKind, JobStatus
 from plugin.models import (LANG_CODE, MAX_K, MAX_TEXT_CHARS, MAX_WITHIN_DAYS, STORED_FIELDS, Mode,
                            no_control_chars)
-from plugin.service.webhooks import DeliveryStatus, Event
+from plugin.events import Event
+from plugin.service.webhooks import DeliveryStatus
 from plugin.review.model import Action, Origin, ReviewStatus
 
 LangCode = Annotated[str, Field(pattern=LANG_CODE, description="ISO 639-1 code, e.g. 'en'")]

@@ -128,7 +128,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--fixture-claim", action="append", default=[],
                     help="a claim to match against --fixture (repeatable)")
 
-    from plugin.lab.query_tower import TowerOptions
+    from plugin.learn.train.tower import TowerOptions
 
     d = TowerOptions()
     sp = add("train-query-encoder", cmd_train_query_encoder,
@@ -202,7 +202,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--device", default="auto", help="auto (CUDA when torch sees one), cpu or cuda")
     sp.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs this process may use)")
 
-    from plugin.lab.reranker.lora import LoraRerankerOptions
+    from plugin.learn.train.lora import LoraRerankerOptions
 
     d2 = LoraRerankerOptions()
     sp = add("lora", cmd_reranker_lora,

@@ -97,7 +97,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     beside the dataset's evaluation index, deleted afterwards unless ``--keep``."""
     import uuid
 
-    from plugin.lab.datasets import ensure_dataset_index, load_dataset
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
     from plugin.lab.simulate import Speeds, own_indexes, sim_settings, simulate
     from plugin.learn.calibration_store import refit
 

@@ -29,7 +29,7 @@ def _table(result: dict[str, Any]) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.lab.evaluate.run import evaluate
     from plugin.search.rerank import load_rerankers
 
@@ -63,7 +63,7 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
 
 def cmd_tune(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.evaluate.cv import tune
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
 
     dataset = load_dataset(dataset_path(args.dataset))
     config = next(iter(select_configs(args.configs_file, args.config).values()))
@@ -83,7 +83,7 @@ def cmd_tune(args: argparse.Namespace, services: Services) -> int:
 
 def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.calibrate import calibrate
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.models import Mode
     from plugin.search.calibration import calibrator_path
 
@@ -101,7 +101,7 @@ def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
 
 def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.bench import bench
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.models import Mode
 
     from plugin.search.rerank import load_rerankers
@@ -150,7 +150,7 @@ def cmd_lookup_threshold(args: argparse.Namespace, services: Services) -> int:
 def cmd_image_posts(args: argparse.Namespace, services: Services) -> int:
     from pathlib import Path
 
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.lab.images.posts import image_posts
     from plugin.lab.images.render import TEMPLATES
     from plugin.search.rerank import load_rerankers

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 # -- train-query-encoder -----------------------------------------------------------------------
 def cmd_train_query_encoder(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.query_tower import TowerOptions, train_query_encoder
+    from plugin.lab.query_tower import train_query_encoder
+    from plugin.learn.train.tower import TowerOptions
 
     options = TowerOptions(rank=args.rank, layers=args.layers, lr=args.lr, epochs=args.epochs,
                            tau=args.tau, batch_size=args.batch_size, seed=args.seed,
@@ -97,7 +98,8 @@ def cmd_reranker_import(args: argparse.Namespace, services: Services) -> int:
 
 
 def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
-    from plugin.lab.reranker.lora import LoraRerankerOptions, train_lora_reranker
+    from plugin.lab.reranker.lora import train_lora_reranker
+    from plugin.learn.train.lora import LoraRerankerOptions
 
     options = LoraRerankerOptions(rank=args.rank, layers=args.layers, lr=args.lr, head_lr=args.head_lr,
                                   epochs=args.epochs, negatives=args.negatives,

@@ -334,7 +334,7 @@ class Settings(BaseSettings):
     def _origins(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         # checked here so that a bare host fails at start-up, saying how to write it
         from plugin.errors import BadInput
-        from plugin.service.outbound import IMAGE, WEBHOOK, parse_origin
+        from plugin.net.outbound import IMAGE, WEBHOOK, parse_origin
 
         purpose = IMAGE if info.field_name == "image_allowed_hosts" else WEBHOOK
         try:
@@ -352,7 +352,7 @@ class Settings(BaseSettings):
     def backend_urls(self) -> list[tuple[str, str, int]]:
         """``(what, url, default port)`` of every service FactSieve itself talks to, the port
         being the one its client uses when the URL names none: webhooks may never be sent to
-        any of them (``plugin.service.outbound.backends_of``). A new backend URL belongs here."""
+        any of them (``plugin.net.outbound.backends_of``). A new backend URL belongs here."""
         out = [("OpenSearch", url, 443 if url.startswith("https:") else 9200)
                for url in self.opensearch_url.split(",") if url]
         out.append(("Redis", self.redis_url, 6379))

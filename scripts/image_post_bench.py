@@ -178,7 +178,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="one line of JSON (default: indented)")
     args = ap.parse_args()
     from plugin.ingest import Format, ingest, read_records
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
 
     dataset = load_dataset(args.dataset)
     posts = image_posts(dataset, max(args.posts, args.worker_posts, WARM_UP), args.template)

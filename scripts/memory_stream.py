@@ -36,13 +36,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from plugin.index.store import Store  # noqa: E402
-from plugin.lab.datasets import ensure_dataset_index, load_dataset  # noqa: E402
+from plugin.learn.train.datasets import ensure_dataset_index, load_dataset  # noqa: E402
 from plugin.learn.memory import CONFIRMED_BY_DESK, Memory, pairs_of  # noqa: E402
 from plugin.learn.memory_reposts import repost  # noqa: E402
 from plugin.search.duplicates import DUPLICATE_JACCARD  # noqa: E402
 from plugin.search.request import MatchRequest  # noqa: E402
 from plugin.search.versions import versions_of  # noqa: E402
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import TEST_MODEL, Settings  # noqa: E402
 

@@ -29,7 +29,7 @@ from plugin.learn.calibrate import fit_tenant  # noqa: E402
 from plugin.learn.calibration_store import tenant_decisions  # noqa: E402
 from plugin.learn.calibration_synthetic import (TRUE_MAP, record_through_desk,  # noqa: E402
                                                  synthetic_decisions)
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
 

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from plugin.ingest import Format, ingest, read_records  # noqa: E402
-from plugin.lab.datasets import load_dataset  # noqa: E402
+from plugin.learn.train.datasets import load_dataset  # noqa: E402
 from plugin.learn.reranker_store import tenant_dir  # noqa: E402
 from plugin.learn.reranker_synthetic import record_posts, synthetic_posts  # noqa: E402
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
 

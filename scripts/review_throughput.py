@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from plugin.index.store import Store  # noqa: E402
 from plugin.service.keys import Scope  # noqa: E402
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
 from plugin.search.result import Match  # noqa: E402

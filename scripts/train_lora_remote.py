@@ -39,7 +39,7 @@ for _name in ("plugin.embedding", "plugin.build"):
     _package.__path__ = [str(ROOT.joinpath(*_name.split(".")))]
     sys.modules.setdefault(_name, _package)
 
-from plugin.lab.query_tower import load_jax  # noqa: E402
+from plugin.learn.train.tower import load_jax  # noqa: E402
 from plugin.lab.reranker.lora_pack import train_from_pack  # noqa: E402
 
 

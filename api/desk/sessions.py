@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from plugin.service.keys import ApiKey, Scope
-from plugin.service.kv import KV
+from plugin.kv import KV
 
 #: The session cookie, and the sign-in form's pre-session cookie (login CSRF: ``SignInTokens``).
 COOKIE = "fs_desk"

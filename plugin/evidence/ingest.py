@@ -27,7 +27,7 @@ from plugin.ingest.formats import RawRecord
 from plugin import owners
 from plugin.owners import DEFAULT_TENANT, Writer
 from plugin.ingest.pipeline import IngestReport
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 
 #: Characters of a document the language detector reads (enough, and bounded for huge pages).
 LANG_SAMPLE_CHARS = 2000

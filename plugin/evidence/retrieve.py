@@ -35,7 +35,7 @@ from plugin.index.store import Store
 from plugin.index.templates import check_model
 from plugin.models import Fused
 from plugin.search.fuse import minmax_fuse, rrf_fuse
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 from plugin.search.matcher import MatchRequest
 from plugin.search.queries import (VECTOR_SCRIPT, bm25_search, knn_query, read_candidates, sources_by_id,
                                    text_fields)

@@ -1,5 +1,5 @@
 """Fetching an ``image_url``: one GET through the guarded outbound client, the same address
-rules as webhooks (``plugin.service.outbound``) and the same transport.
+rules as webhooks (``plugin.net.outbound``) and the same transport.
 
 - where: http(s) only; loopback, private and link-local addresses refused unless their origin
   is in ``image_allowed_hosts``; FactSieve's own OpenSearch, Redis and LLM server refused
@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 
 from plugin.errors import BadInput, ContentTooLarge, UnsupportedContentType
-from plugin.service.outbound import (IMAGE, DeliveryError, Target, backends_of, check_target,
+from plugin.net.outbound import (IMAGE, DeliveryError, Target, backends_of, check_target,
                                      origin_of, request, resolve_host, resolve_within)
 from plugin.settings import Settings
 

@@ -209,7 +209,7 @@ class Reader:
         if lang:
             found_lang: str | None = lang
         elif text:
-            from plugin.search.lang import detect_language
+            from plugin.lang import detect_language
 
             found_lang = detect_language(text)
         else:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from plugin.embedding import Embedder
 from plugin.errors import BadInput
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 from plugin.models import FactCheck
 from plugin.index.bodies import ANALYZED_LANGS
 from plugin.index.store import Store

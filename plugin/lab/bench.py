@@ -26,7 +26,7 @@ from plugin.embedding import Embedder
 from plugin.lab.bench_index import index_stats, knn_recall, node_memory
 from plugin.lab.bench_levers import bm25_levers, knn_levers
 from plugin.lab.evaluate.metrics import percentile
-from plugin.lab.datasets import Dataset, ensure_dataset_index
+from plugin.learn.train.datasets import Dataset, ensure_dataset_index
 from plugin.search.generated import GENERATED
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.search.normalize import normalize_post

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from plugin.lab.datasets import Dataset, ensure_dataset_index
+from plugin.learn.train.datasets import Dataset, ensure_dataset_index
 from plugin.lab.excluding import ExcludingMatcher, claim_words, duplicates_of
 from plugin.models import Mode
 from plugin.search.calibration import Calibrator, expected_calibration_error, fit_calibrator

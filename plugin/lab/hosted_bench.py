@@ -24,7 +24,7 @@ from plugin.index.store import Store
 from plugin.index.templates import IndexSpec, ensure_index
 from plugin.ingest import Format, ingest, read_records
 from plugin.lab.evaluate.metrics import percentile
-from plugin.lab.datasets import Dataset
+from plugin.learn.train.datasets import Dataset
 from plugin.search.normalize import normalize_post
 from plugin.settings import Settings
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from plugin.errors import FactSieveError
-from plugin.lab.datasets import ensure_dataset_index, load_dataset
+from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
 from plugin.lab.excluding import DUPLICATE_JACCARD, ExcludingMatcher, claim_words, duplicates_of
 from plugin.lab.threshold import choose_threshold, config_threshold, distribution, operating_point
 from plugin.models import Mode

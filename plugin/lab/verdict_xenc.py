@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from plugin.errors import BadInput
-from plugin.lab.reranker.lora import adam_step
+from plugin.learn.train.lora import adam_step
 from plugin.lab.verdict import (LABEL_MAPS, LOADERS, TARGET, Example, _cpus, metrics,
                                 sample_weights, stratified_folds)
 from plugin.verify.scoring import LABELS
@@ -144,7 +144,7 @@ class Trainer:
     def __init__(self, jax: Any, base: Path, options: XencOptions) -> None:
         from plugin.build.adapted import read_base_weights
         from plugin.embedding.onnx_backend import open_tokenizer
-        from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer
+        from plugin.learn.train.lora import LoraRerankerOptions, PairScorer
 
         self.jax, self.options = jax, options
         self.shape, self.weights = read_base_weights(base)
@@ -241,7 +241,7 @@ def train_verdict_xenc(settings: Any, datasets: Mapping[str, Path], *, out: Path
     ``embedder``: refit the head on the same folds for comparison."""
     from plugin.embedding.adapter import save_adapter
     from plugin.embedding.query_tower import base_model_dir
-    from plugin.lab.query_tower import load_jax
+    from plugin.learn.train.tower import load_jax
 
     say = progress or log.info
     options = (options or XencOptions()).validated()

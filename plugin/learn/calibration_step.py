@@ -65,7 +65,8 @@ class Recalibration:
             packaged = c.confidence if c.confidence_packaged is None else c.confidence_packaged
             out.append(replace(c, confidence=round(model.predict(packaged, result.lang, i == 0), 4),
                                confidence_packaged=packaged))
-        return replace(result, candidates=tuple(out))
+        changed = any(c is not old for c, old in zip(out, result.candidates))
+        return replace(result, candidates=tuple(out)) if changed else result
 
 
 def auto_confirm(services: Any, tenant: str, post_id: str, result: Match) -> dict[str, Any] | None:

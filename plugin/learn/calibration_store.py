@@ -23,7 +23,7 @@ from plugin.learn.calibrate import Fit, Recalibration, fit_tenant
 from plugin.learn.tenant_records import TenantRecords
 from plugin.review.queries import export_query, tenant_filter
 from plugin.search.calibration import calibrator_path
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from typing import Any
 
 from plugin.errors import NotFound
 from plugin.learn.tenant_records import TenantRecords
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.settings import Settings
 
 #: how many earlier champions of a tenant are kept (what ``rollback`` can go back through)

@@ -1,7 +1,7 @@
 """``factsieve learn reranker``: fine-tune a tenant's challenger reranker and put it through the
 gate (a production step: imported by the CLI only, never by serving code).
 
-It trains with the lab's JAX trainer (``plugin.lab.reranker.lora``) and builds with the model
+It trains with the lab's JAX trainer (``plugin.learn.train.lora``) and builds with the model
 builder (``plugin.build``), which serving code must not import; this module is the one place
 ``plugin.learn`` meets them, and nothing under ``plugin.search``, ``plugin.service`` or the
 serving parts of ``plugin.learn`` imports it.
@@ -88,7 +88,7 @@ def padded(negatives: tuple[str, ...], size: int) -> tuple[str, ...]:
 
 
 def as_training(g: DecisionGroup, passages: dict[str, str], *, flip: bool = False) -> Any:
-    from plugin.lab.reranker.groups import TrainingGroup
+    from plugin.learn.train.groups import TrainingGroup
     from plugin.search.normalize import normalize_post
 
     pos, negs = passages[g.positive], [passages[n] for n in g.negatives]
@@ -100,8 +100,8 @@ def as_training(g: DecisionGroup, passages: dict[str, str], *, flip: bool = Fals
 def reference_groups(services: Any, options: LearnOptions, first_stage: str) -> dict[str, Any]:
     """The reference dataset's ``train`` groups (replay) and ``dev`` groups (evaluation), mined
     with the first stage over its evaluation index (built once, reused)."""
-    from plugin.lab.datasets import ensure_dataset_index, load_dataset
-    from plugin.lab.reranker.groups import mine_groups
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
+    from plugin.learn.train.groups import mine_groups
     from plugin.search.matcher import Matcher
 
     dataset = load_dataset(options.reference)
@@ -140,8 +140,8 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
     from plugin.build.adapted import build_lora_reranker, read_base_weights
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import adapter_digest, base_model_dir
-    from plugin.lab.query_tower import load_jax
-    from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer, encode_pairs, train, warm_params
+    from plugin.learn.train.tower import load_jax
+    from plugin.learn.train.lora import LoraRerankerOptions, PairScorer, encode_pairs, train, warm_params
     from plugin.learn.calibration_store import tenant_decisions
     from plugin.search.lora_reranker import find_reranker_adapter, packaged_rerankers, reranker_adapter_dir
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plugin.service.kv import KV
+from plugin.kv import KV
 
 
 class TenantRecords:

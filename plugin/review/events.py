@@ -35,7 +35,7 @@ def notifier(webhooks: Any, send: Callable[[str], Any]) -> Callable[..., list[st
     """What ``ReviewDesk`` calls after recording decisions (with the items they left and, for
     each undo's id, the decision it took back): plans each event for every subscription that
     wants it (deduplicated on the decision id) and sends it to the workers."""
-    from plugin.service.webhooks import Event, wants
+    from plugin.events import Event, wants
 
     def notify(tenant: str, decisions: list[dict[str, Any]], items: dict[str, dict[str, Any]],
                undone: dict[str, dict[str, Any]] | None = None) -> list[str]:

@@ -70,7 +70,7 @@ DECIDES: dict[Action, ReviewStatus] = {
     Action.REJECT: ReviewStatus.REJECTED, Action.NONE: ReviewStatus.NO_MATCH,
     Action.NOT_A_CLAIM: ReviewStatus.NOT_A_CLAIM,
 }
-#: the webhook event a decision sends (``plugin.service.webhooks.Event`` values); none for
+#: the webhook event a decision sends (``plugin.events.Event`` values); none for
 #: ``not_a_claim``. Every undo sends ``match.undone``, naming the decision it took back
 EVENTS: dict[Action, str] = {Action.CONFIRM: "match.confirmed", Action.MANUAL: "match.confirmed",
                              Action.REJECT: "match.rejected", Action.NONE: "match.rejected",

@@ -31,7 +31,7 @@ from plugin.search.generated import GENERATED
 from plugin.search.hybrid import NEURAL_PLUGIN, ServerPlan, server_plan
 from plugin.search.image_query import image_hits, image_note, post_texts, same_image_body
 from plugin.search.images import feature_view, merge_image_hits, ocr_queries, pin_image_hits, signals
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 from plugin.search.normalize import normalize_post
 from plugin.search.plan import MatchPlan, boost, dense_variants, fused_head, other_language
 from plugin.search.queries import read_candidates, sources_by_id, sources_query

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from plugin.errors import RateLimited
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.settings import Settings
 
 #: A full quota frees a slot when one of the tenant's jobs ends, which nothing here can

@@ -20,10 +20,10 @@ from plugin.search.result import Match
 from plugin.owners import Writer
 from plugin.service.matching import Occasion, match_post
 from plugin.service.services import Services
-from plugin.search.lang import detect_language
+from plugin.lang import detect_language
 from plugin.verify.verifier import VerifyRequest
 from plugin.service.keys import DEFAULT_TENANT
-from plugin.service.webhooks import Event, wants
+from plugin.events import Event, wants
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis

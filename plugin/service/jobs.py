@@ -26,7 +26,7 @@ from typing import Any
 from plugin.errors import BackendUnavailable, Conflict, FactSieveError, NotFound, public_problem
 from plugin.service.admission import FIRST, REPAIR_GRACE_S, Admission, stale
 from plugin.service.keys import DEFAULT_TENANT
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.settings import Settings
 from plugin.index.store import Store
 from plugin.index.templates import ensure_plain_index, install_plain_index, plain_index_bodies

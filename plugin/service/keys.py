@@ -21,7 +21,7 @@ from typing import Any
 from plugin.errors import BadInput, NotFound, RateLimited, Unauthorized
 from plugin.owners import DEFAULT_TENANT, Writer
 from plugin.models import CONTROL_CHARS
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.settings import Settings
 
 

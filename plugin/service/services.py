@@ -17,7 +17,7 @@ from plugin.errors import BackendUnavailable, BadInput, NotFound
 from plugin.owners import Writer
 from plugin.service.jobs import JobStore
 from plugin.service.keys import KeyStore
-from plugin.service.kv import KV
+from plugin.kv import KV
 from plugin.service.matching import MatchParts
 from plugin.search.matcher import Matcher
 from plugin.search.retrieval import RetrievalConfig, retrieval_config

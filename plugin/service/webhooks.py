@@ -1,7 +1,7 @@
 """Webhook subscriptions and signed, retried, logged deliveries.
 
 Signing (headers, HMAC, rotation overlap) is ``plugin.service.signing``; the transport and the
-address rules are ``plugin.service.outbound``. Deliveries are at least once: every attempt of one
+address rules are ``plugin.net.outbound``. Deliveries are at least once: every attempt of one
 delivery carries the same ``X-FactSieve-Delivery`` id, so a receiver can drop the rare duplicate
 left by a worker killed between sending and recording.
 
@@ -30,10 +30,11 @@ from enum import Enum
 from typing import Any
 
 from plugin.errors import BadInput, InvalidRequest, NotFound, scrub
+from plugin.events import Event
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
-from plugin.service.kv import KV
-from plugin.service.outbound import (DeliveryError, Reply, Target, Unresolvable, backends_of,
+from plugin.kv import KV
+from plugin.net.outbound import (DeliveryError, Reply, Target, Unresolvable, backends_of,
                                      check_target, check_url, parse_origins, post, resolve_host,
                                      resolve_within)
 from plugin.service.signing import (SECRET_OVERLAP_S, check_secret, delivery_headers, rotated,
@@ -43,18 +44,6 @@ from plugin.settings import Settings
 
 #: Subscriptions one owner (a tenant) may hold (the whole deployment, for subscriptions without one).
 MAX_SUBSCRIPTIONS_PER_OWNER = 100
-
-
-class Event(str, Enum):
-    #: a post submitted to ``/v1/posts`` matched fact-checks above the subscription's threshold
-    POST_MATCHED = "post.matched"
-    #: a verification job finished (every subscription to it whose languages include the claim's)
-    CLAIM_VERIFIED = "claim.verified"
-    #: a reviewer's decision (plugin.review)
-    MATCH_CONFIRMED = "match.confirmed"
-    MATCH_REJECTED = "match.rejected"
-    #: a reviewer took a decision back (``undo``): the data names the decision undone
-    MATCH_UNDONE = "match.undone"
 
 
 # -- pure functions ---------------------------------------------------------------------------
@@ -78,23 +67,6 @@ def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | N
                "before creating another")
     return InvalidRequest(message, errors=[{"field": "(body)", "message": message,
                                             "type": "subscription_limit"}])
-
-
-def wants(subscription: dict[str, Any], event: Event, lang: str | None,
-          best_score: float | None) -> bool:
-    """Whether a subscription receives an event for a post in ``lang`` whose best match scored
-    ``best_score`` (``None``: no match, which ``post.matched`` never delivers)."""
-    if event.value not in subscription["events"]:
-        return False
-    languages = subscription.get("languages")
-    if languages and lang not in languages:
-        return False
-    if event is not Event.POST_MATCHED:
-        return True  # no match score: min_score is for post.matched
-    if best_score is None:
-        return False
-    min_score = subscription.get("min_score")
-    return min_score is None or best_score >= min_score
 
 
 def delivery_id(subscription_id: str, event: Event, dedupe_key: str) -> str:

@@ -65,7 +65,7 @@ def settings_env(settings) -> dict[str, str]:
 
 
 def cleanup_deployment(settings, store) -> None:
-    from plugin.service.kv import KV
+    from plugin.kv import KV
 
     KV(settings).delete_namespace()
     for alias in (settings.index, settings.jobs_index, settings.evidence_index,

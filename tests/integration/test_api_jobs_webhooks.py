@@ -77,7 +77,7 @@ def test_webhook_urls_are_checked(client, auth, url, message):
 def test_an_allowed_origin_opens_its_own_port_only(client, auth, receiver, api_settings):
     # the session allows exactly the receiver's origin (and a closed one): OpenSearch, Redis and
     # the LLM on the same host, another port, another scheme or another name for it are refused
-    from plugin.service.outbound import backends_of
+    from plugin.net.outbound import backends_of
 
     probe = f"fs-test-whk-probe-{uuid.uuid4().hex[:8]}"
     urls = [f"http://{b.host}:{b.port}/{probe}/_doc/x" for b in backends_of(api_settings.backend_urls)]
@@ -96,7 +96,7 @@ def test_an_allowed_origin_opens_its_own_port_only(client, auth, receiver, api_s
 
 def _own_origins(settings) -> tuple[str, ...]:
     """Every origin that reaches one of the deployment's own services, by name and by address."""
-    from plugin.service.outbound import backends_of
+    from plugin.net.outbound import backends_of
 
     out = []
     for b in backends_of(settings.backend_urls):
@@ -125,8 +125,8 @@ def test_a_delivery_never_reaches_opensearch_through_a_name_that_turned_into_it(
     # allowed, and public when subscribed; OpenSearch's address by the time the attempt comes
     import socket
 
-    from plugin.service.outbound import backends_of
-    from plugin.service.outbound import resolve_host
+    from plugin.net.outbound import backends_of
+    from plugin.net.outbound import resolve_host
     from plugin.service.webhooks import DeliveryStatus, Event, WebhookStore
 
     node = next(b for b in backends_of(api_settings.backend_urls) if b.what == "OpenSearch")

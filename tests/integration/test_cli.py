@@ -31,7 +31,7 @@ def cli_alias(make_alias, monkeypatch, store):
     monkeypatch.setenv("FACTSIEVE_DECISIONS_INDEX", make_alias())
     monkeypatch.setenv("FACTSIEVE_REDIS_PREFIX", alias)
     yield alias
-    from plugin.service.kv import KV
+    from plugin.kv import KV
 
     KV(Settings()).delete_namespace()
     for path in (f"/_scripts/{alias}-match", f"/_ingest/pipeline/{alias}-embed"):

@@ -6,7 +6,7 @@ import pytest
 
 from api.desk.sessions import SessionStore
 from plugin.service.keys import ApiKey, Scope
-from plugin.service.kv import KV
+from plugin.kv import KV
 
 pytestmark = pytest.mark.integration
 

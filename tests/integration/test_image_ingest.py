@@ -145,7 +145,7 @@ def test_cli_ingest_reads_image_path(capsys, store, embedder, img_settings, tmp_
 def test_an_ingest_job_fetches_image_urls_in_the_worker(store, embedder, img_settings, image_server):
     from plugin.service.handlers import run_ingest as handle
     from plugin.service.jobs import JobKind
-    from plugin.service.kv import KV
+    from plugin.kv import KV
     from plugin.service.services import Services
 
     settings = img_settings.model_copy(update={"redis_prefix": f"fs-test-{uuid.uuid4().hex[:8]}",

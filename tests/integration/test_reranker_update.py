@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from plugin.errors import BadInput, NotFound
-from plugin.lab.datasets import load_dataset
+from plugin.learn.train.datasets import load_dataset
 from plugin.learn.reranker_store import tenant_dir
 from plugin.learn.reranker_synthetic import record_posts, synthetic_posts
 from plugin.learn.reranker_train import LearnOptions, learn_reranker

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from plugin.lab.evaluate.metrics import average_precision_at_k, success_at_k
-from plugin.lab.datasets import Dataset, ensure_dataset_index
+from plugin.learn.train.datasets import Dataset, ensure_dataset_index
 from plugin.models import Mode
 from plugin.search.matcher import Matcher, MatchRequest
 from plugin.search.retrieval import RetrievalConfig

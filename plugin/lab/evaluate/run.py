@@ -1,4 +1,4 @@
-"""Run named retrieval configurations over a retrieval dataset (``plugin.lab.datasets``), side by
+"""Run named retrieval configurations over a retrieval dataset (``plugin.learn.train.datasets``), side by
 side."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from plugin.models import Mode
 from plugin.search.retrieval import RetrievalConfig
 from plugin.settings import Settings
 from plugin.index.store import Store
-from plugin.lab.datasets import Dataset, ensure_dataset_index
+from plugin.learn.train.datasets import Dataset, ensure_dataset_index
 from plugin.lab.evaluate.metrics import evaluate_run, percentile
 
 

@@ -219,7 +219,7 @@ def image_posts(store: Any, embedder: Any, settings: Any, dataset: Any, config: 
     ``ocr_weights`` (default: the configuration's own; ``weights``), beside the caption alone
     (``caption_only``)."""
     from plugin.image.ocr import reader as ocr_reader
-    from plugin.lab.datasets import ensure_dataset_index
+    from plugin.learn.train.datasets import ensure_dataset_index
     from plugin.lab.evaluate.run import run_config, scored_modes, training_queries
     from plugin.search.matcher import Matcher
 

@@ -8,12 +8,12 @@ this package imports our API stack at module level, so the accelerator box needs
 """
 from plugin.lab.reranker.export import INT8_MIN_SPEARMAN, TrainingRecord, finish, output_dir, spearman
 from plugin.lab.reranker.fit import fit_reranker, load_torch, prepare, train_epochs
-from plugin.lab.reranker.groups import (EncodedGroup, GroupSource, TrainingGroup, encode_groups,
-                                        epoch_batches, export_groups, load_groups, mine, mine_groups,
-                                        sample_epoch, save_groups, sha1_digit, training_query_ids)
+from plugin.lab.reranker.groups import (EncodedGroup, GroupSource, encode_groups, epoch_batches,
+                                        export_groups, load_groups, mine, sample_epoch, save_groups)
 from plugin.lab.reranker.importer import import_weights
 from plugin.lab.reranker.options import FIRST_STAGE, LOSSES, MiningOptions, TrainOptions
 from plugin.lab.reranker.pack import pack_for_remote, train_packed, write_pack
+from plugin.learn.train.groups import TrainingGroup, mine_groups, sha1_digit, training_query_ids
 
 __all__ = ["FIRST_STAGE", "INT8_MIN_SPEARMAN", "LOSSES", "EncodedGroup", "GroupSource",
            "MiningOptions", "TrainOptions", "TrainingGroup", "TrainingRecord", "encode_groups",

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from plugin.errors import BadInput
-from plugin.lab.reranker.groups import TrainingGroup
+from plugin.learn.train.groups import TrainingGroup
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class DistilOptions:
 
     def scorer_options(self) -> Any:
         """What ``lora.PairScorer`` reads (rank, adapted layers, scale, seed)."""
-        from plugin.lab.reranker.lora import LoraRerankerOptions
+        from plugin.learn.train.lora import LoraRerankerOptions
 
         return LoraRerankerOptions(rank=self.rank, layers=self.adapted, scale=self.scale, lr=self.lr,
                                    head_lr=self.head_lr, epochs=self.epochs, negatives=self.negatives,
@@ -217,7 +217,7 @@ def train_student(jax: Any, scorer: Any, cached: Sequence[Sequence[np.ndarray]],
     """Adam (LoRA at ``lr``, the head at ``head_lr``), 10-step warm-up then linear decay; each step
     takes ``groups_per_step`` whole groups and ``distil_loss`` against their teacher logits
     (``lora.fit_groups``, the loop the LoRA trainer uses)."""
-    from plugin.lab.reranker.lora import fit_groups
+    from plugin.learn.train.lora import fit_groups
 
     jnp = jax.numpy
     size = 1 + options.negatives
@@ -256,9 +256,10 @@ def train_distilled_reranker(settings: Any, source: Any, teacher: str, name: str
     from plugin.embedding.adapter import QueryAdapter, save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import base_model_dir, check_base
-    from plugin.lab.query_tower import load_jax
-    from plugin.lab.reranker.lora import (CHECK_GROUPS, INT8_MIN_TOP1, PairScorer, adapter_manifest,
-                                          encode_pairs, group_map5, int8_agreement, split_groups)
+    from plugin.learn.train.tower import load_jax
+    from plugin.lab.reranker.lora import (CHECK_GROUPS, INT8_MIN_TOP1, adapter_manifest, int8_agreement,
+                                          split_groups)
+    from plugin.learn.train.lora import PairScorer, encode_pairs, group_map5
     from plugin.search.lora_reranker import find_reranker_adapter, reranker_adapter_dir
 
     options = (options or DistilOptions()).validated()

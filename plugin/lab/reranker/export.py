@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from plugin.errors import BadInput, ModelUnavailable
-from plugin.lab.reranker.groups import TrainingGroup
+from plugin.learn.train.groups import TrainingGroup
 
 if TYPE_CHECKING:
-    from plugin.lab.reranker.fit import Prepared
     from plugin.settings import Settings
 
 #: int8 becomes the default file only when it puts the same passage first in every check group
@@ -35,6 +34,19 @@ if TYPE_CHECKING:
 INT8_MIN_SPEARMAN = 0.95
 #: the exported graph may differ from torch by this much (max |Δlogit|) before it is refused
 EXPORT_MAX_DIFF = 1e-2
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The base encoder as a one-logit sequence classifier (parts that stay fixed frozen), its
+    tokenizer and folder, and the torch modules they came from."""
+
+    torch: Any
+    transformers: Any
+    base_dir: Path
+    base: str
+    tokenizer: Any
+    model: Any
 
 
 def output_dir(out: str | Path | None, settings: Settings) -> Path:

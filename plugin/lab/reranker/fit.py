@@ -13,14 +13,13 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from plugin.errors import ModelUnavailable
-from plugin.lab.reranker.export import TrainingRecord, base_model_dir, finish, output_dir
+from plugin.lab.reranker.export import Prepared, TrainingRecord, base_model_dir, finish, output_dir
 from plugin.lab.reranker.groups import EncodedGroup, GroupSource, encode_groups, sample_epoch
 from plugin.lab.reranker.options import TRAIN_HINT, TrainOptions
 
@@ -161,19 +160,6 @@ def freeze(model: Any, torch: Any, *, freeze_embeddings: bool, train_layers: int
         # multilingual alignment the first stage relies on)
         for module in [model.bert.embeddings, *layers[: len(layers) - train_layers]]:
             module.requires_grad_(False)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """The base encoder as a one-logit sequence classifier (parts that stay fixed frozen), its
-    tokenizer and folder, and the torch modules they came from."""
-
-    torch: Any
-    transformers: Any
-    base_dir: Path
-    base: str
-    tokenizer: Any
-    model: Any
 
 
 def prepare(settings: Settings, options: TrainOptions, *, base: str | None = None,

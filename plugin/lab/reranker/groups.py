@@ -5,7 +5,6 @@ written here (``train-reranker mine``) and trained on elsewhere. Nothing here im
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import random
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.lab.reranker.options import MiningOptions
+from plugin.learn.train.groups import TrainingGroup, mine_groups, training_query_ids
 
 if TYPE_CHECKING:  # the training half runs on boxes with torch but without our API stack
     from plugin.settings import Settings
@@ -23,17 +23,6 @@ if TYPE_CHECKING:  # the training half runs on boxes with torch but without our 
 log = logging.getLogger(__name__)
 
 GROUPS_KIND = "factsieve-reranker-groups"
-
-
-@dataclass(frozen=True)
-class TrainingGroup:
-    """One positive fact-check for a training query, with the first stage's hard negatives
-    (non-relevant passages, best-ranked first)."""
-
-    query_id: str
-    query: str
-    positive: str
-    negatives: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -46,56 +35,9 @@ class EncodedGroup:
 
 
 # -- split ----------------------------------------------------------------------------------------
-def sha1_digit(query_id: str) -> str:
-    return hashlib.sha1(str(query_id).encode("utf-8")).hexdigest()[0]
-
-
-def training_query_ids(queries: list[dict[str, Any]]) -> tuple[list[str], str]:
-    """The ids of the queries the reranker may train on, and the rule that chose them."""
-    if any("split" in q for q in queries):
-        ids = [str(q["id"]) for q in queries if q.get("split") == "train"]
-        rule = "queries with split == 'train'"
-    else:
-        ids = [str(q["id"]) for q in queries if sha1_digit(str(q["id"])) in "0123456789"]
-        rule = "queries whose sha1(id) hex digest starts with 0-9"
-    if not ids:
-        raise BadInput(f"the dataset has no training queries ({rule})")
-    return ids, rule
 
 
 # -- hard negatives -------------------------------------------------------------------------------
-def mine_groups(matcher: Any, store: Any, alias: str, queries: list[dict[str, Any]],
-                qrels: dict[str, set[str]], train_ids: list[str], *, depth: int = 50
-                ) -> list[TrainingGroup]:
-    """Run the first stage for every training query; one group per (query, relevant fact-check).
-    Passages are ``rerank.passage`` of each hit and queries are normalised, as ``Matcher``
-    hands them to a reranker."""
-    from plugin.models import Mode
-    from plugin.search.matcher import MatchRequest
-    from plugin.search.normalize import normalize_post
-    from plugin.search.rerank import passage
-
-    allowed = set(train_ids)
-    groups: list[TrainingGroup] = []
-    positives: dict[str, str | None] = {}
-    for q in queries:
-        qid = str(q["id"])
-        if qid not in allowed or not qrels.get(qid):
-            continue  # never look at a query outside the training split
-        result = matcher.match(MatchRequest(text=q["text"], lang=q.get("lang"), mode=Mode.CROSS,
-                                            k=depth))
-        relevant = qrels[qid]
-        negatives = tuple(passage(m) for m in result.matches if m["id"] not in relevant)
-        text = normalize_post(q["text"]) or q["text"].strip()
-        for doc_id in sorted(relevant):
-            if doc_id not in positives:
-                src = store.find(alias, doc_id)
-                positives[doc_id] = passage(src) if src else None
-            if positives[doc_id] is None:
-                log.warning("query %s: relevant fact-check %s is not in %s", qid, doc_id, alias)
-                continue
-            groups.append(TrainingGroup(qid, text, positives[doc_id], negatives))
-    return groups
 
 
 def mine(settings: Settings, dataset_path: Path, mining: MiningOptions = MiningOptions()
@@ -103,7 +45,7 @@ def mine(settings: Settings, dataset_path: Path, mining: MiningOptions = MiningO
     """Hard negatives for every training query from the first stage over the dataset's index."""
     from plugin.embedding import load_embedder
     from plugin.index.store import Store
-    from plugin.lab.datasets import ensure_dataset_index, load_dataset
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
     from plugin.search.matcher import Matcher
 
     dataset = load_dataset(dataset_path)

@@ -72,7 +72,8 @@ def write_lora_pack(settings: Any, source: Any, dest: Path, *, dataset_path: Pat
     from plugin.build.adapted import read_base_weights
     from plugin.embedding.query_tower import base_model_dir
     from plugin.lab.query_tower import fold_of
-    from plugin.lab.reranker.lora import adapter_manifest, encode_pairs
+    from plugin.lab.reranker.lora import adapter_manifest
+    from plugin.learn.train.lora import encode_pairs
     from plugin.lab.reranker.prior import fold_candidates
 
     if len(encoders) < 2:
@@ -159,7 +160,7 @@ def train_from_pack(jax: Any, pack: Path, out: Path, sweep: Sequence[dict[str, A
     the pack's ``max_length`` (one compiled program per step kind: what a GPU wants)."""
     from plugin.embedding.adapter import save_adapter
     from plugin.lab.query_tower import fold_of
-    from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer, train
+    from plugin.learn.train.lora import LoraRerankerOptions, PairScorer, train
 
     header, shape, weights, group_pairs, cand_pairs = read_pack(pack)
     k, qids = header["folds"], header["group_query_ids"]

@@ -93,7 +93,7 @@ def fold_candidates(settings: Any, dataset_path: Path, *, config: str, folds: Se
     from plugin.embedding import load_embedder
     from plugin.embedding.adapter import find_adapter
     from plugin.index.store import Store
-    from plugin.lab.datasets import ensure_dataset_index, load_dataset
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
     from plugin.models import Mode
     from plugin.search.matcher import Matcher, MatchRequest
     from plugin.search.normalize import normalize_post
@@ -130,7 +130,7 @@ def gather_heads(settings: Any, dataset_path: Path, *, config: str, rerankers: S
                  encoders: Sequence[str], adapters: Path, top: int) -> tuple[list[Head], dict[str, Any]]:
     """Each fold's posts (the training posts reranker ``i`` did not train on) ranked by the first
     stage with fold ``i``'s query tower, their top ``top`` scored by fold ``i``'s reranker."""
-    from plugin.lab.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset
     from plugin.build.adapted import build_lora_reranker
     from plugin.search.lora_reranker import find_reranker_adapter
     from plugin.search.rerank import OnnxCrossEncoder

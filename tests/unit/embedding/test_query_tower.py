@@ -176,7 +176,7 @@ def test_the_jax_model_trained_is_the_graph_served(tower_setup):
     import onnxruntime as ort
 
     from plugin.build import bert_onnx_model
-    from plugin.lab.query_tower import Tower, TowerOptions
+    from plugin.learn.train.tower import Tower, TowerOptions
 
     w = random_bert(TINY)
     tower = Tower(jax, TINY, w, TowerOptions(rank=2, layers=1, scale=2.0))
@@ -199,7 +199,8 @@ def test_the_jax_model_trained_is_the_graph_served(tower_setup):
 def test_training_pulls_the_query_towards_its_fact_check():
     """A few steps of the full-corpus softmax move a query's nearest fact-check to its positive."""
     import jax
-    from plugin.lab.query_tower import Tower, TowerOptions, dense_map5, train
+    from plugin.lab.query_tower import dense_map5, train
+    from plugin.learn.train.tower import Tower, TowerOptions
 
     w = random_bert(TINY)
     options = TowerOptions(rank=4, layers=2, lr=5e-3, epochs=30, tau=0.05, batch_size=2)

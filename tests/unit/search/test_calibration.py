@@ -89,7 +89,7 @@ def test_a_config_whose_query_tower_saw_the_training_queries_is_fitted_out_of_fo
     """Fitting confidence on the queries the tower trained on would make it sure too often: the
     command refuses before it touches the cluster, and names the fix."""
     from plugin.lab.calibrate import calibrate
-    from plugin.lab.datasets import Dataset
+    from plugin.learn.train.datasets import Dataset
     from plugin.search.retrieval import RetrievalConfig
     from plugin.settings import Settings
 

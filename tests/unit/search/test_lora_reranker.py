@@ -65,7 +65,7 @@ def test_the_jax_scorer_trained_is_the_graph_served():
     import onnxruntime as ort
 
     from plugin.build import bert_classifier_onnx_model
-    from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer
+    from plugin.learn.train.lora import LoraRerankerOptions, PairScorer
 
     w = random_bert(TINY)
     scorer = PairScorer(jax, TINY, w, LoraRerankerOptions(rank=2, layers=1, scale=2.0))
@@ -87,7 +87,7 @@ def test_the_jax_scorer_trained_is_the_graph_served():
 
 def test_training_puts_each_positive_first_in_its_group():
     import jax
-    from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer, group_map5, train
+    from plugin.learn.train.lora import LoraRerankerOptions, PairScorer, group_map5, train
 
     options = LoraRerankerOptions(rank=4, layers=2, lr=5e-3, head_lr=1e-2, epochs=25, negatives=3,
                                   groups_per_step=2)
@@ -102,7 +102,7 @@ def test_training_puts_each_positive_first_in_its_group():
 
 
 def test_group_map5_counts_ties_against_the_positive():
-    from plugin.lab.reranker.lora import group_map5
+    from plugin.learn.train.lora import group_map5
 
     assert group_map5([np.array([2.0, 1.0, 0.0])]) == 1.0
     assert group_map5([np.array([1.0, 1.0, 0.0])]) == 0.5
@@ -199,8 +199,8 @@ def test_training_languages_are_those_of_the_training_posts_and_their_fact_check
 def test_fold_and_holdout_split_groups_by_query_as_the_query_tower_does():
     from plugin.errors import BadInput
     from plugin.lab.query_tower import fold_of
-    from plugin.lab.reranker.groups import TrainingGroup
     from plugin.lab.reranker.lora import holdout_group, split_groups
+    from plugin.learn.train.groups import TrainingGroup
 
     groups = [TrainingGroup(str(q), "post", f"fc{j}", ("neg",)) for q in range(40) for j in range(2)]
     assert split_groups(groups) == (groups, [])

@@ -23,7 +23,7 @@ import pytest  # noqa: E402
 
 from plugin.errors import NotFound  # noqa: E402
 from plugin.service.jobs import JobKind, JobStore, legacy_post_job_id, post_job_id  # noqa: E402
-from plugin.service.kv import KV  # noqa: E402
+from plugin.kv import KV  # noqa: E402
 from plugin.settings import Settings  # noqa: E402
 
 

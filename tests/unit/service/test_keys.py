@@ -85,7 +85,7 @@ def test_client_address(remote, forwarded, trust, expected):
 
 def test_key_names_refuse_control_characters():
     from plugin.service.keys import KeyStore
-    from plugin.service.kv import KV
+    from plugin.kv import KV
     from plugin.settings import Settings
 
     keys = KeyStore(KV(Settings(), client=object()), Settings())

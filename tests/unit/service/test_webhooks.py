@@ -8,12 +8,13 @@ import pytest
 
 from plugin.errors import BadInput, InvalidRequest, NotFound
 from plugin.service import webhooks
-from plugin.service.kv import KV
-from plugin.service.outbound import DeliveryError, Reply, Unresolvable, resolve_within
+from plugin.kv import KV
+from plugin.net.outbound import DeliveryError, Reply, Unresolvable, resolve_within
 from plugin.service.signing import (delivery_headers, rotated, sign, signature_header, signing_secrets,
                                     verify_signature)
-from plugin.service.webhooks import (MAX_SUBSCRIPTIONS_PER_OWNER, DeliveryStatus, Event, WebhookStore,
-                                     backoff_delay, capacity_error, delivery_id, wants)
+from plugin.events import Event, wants
+from plugin.service.webhooks import (MAX_SUBSCRIPTIONS_PER_OWNER, DeliveryStatus, WebhookStore, backoff_delay,
+                                     capacity_error, delivery_id)
 from plugin.settings import Settings
 
 # HMAC-SHA256("whsec_test", '1700000000.{"a":1}'), from `openssl dgst -sha256 -hmac whsec_test`

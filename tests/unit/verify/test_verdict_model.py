@@ -95,7 +95,7 @@ def test_the_built_verdict_model_scores_as_the_jax_model_it_was_trained_as(verdi
 
     from plugin.build.adapted import build_verdict_model
     from plugin.embedding.adapter import load_adapter
-    from plugin.lab.reranker.lora import LoraRerankerOptions, PairScorer
+    from plugin.learn.train.lora import LoraRerankerOptions, PairScorer
     from plugin.verify.head import softmax
 
     settings, base, committed = verdict_setup
@@ -141,7 +141,7 @@ def test_a_verdict_model_of_another_input_version_or_base_is_refused(verdict_set
 
 
 def test_training_learns_the_labels_of_its_examples(verdict_setup):
-    from plugin.lab.query_tower import load_jax
+    from plugin.learn.train.tower import load_jax
     from plugin.lab.verdict_xenc import Trainer, XencOptions, loss_weights, pair_texts
 
     _, base, _ = verdict_setup

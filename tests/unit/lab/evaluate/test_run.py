@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin.lab.datasets import Dataset
+from plugin.learn.train.datasets import Dataset
 from plugin.lab.evaluate.run import query_split
 
 SPLIT = [{"id": "1", "split": "train"}, {"id": "2", "split": "dev"}, {"id": "3", "split": "test"}]

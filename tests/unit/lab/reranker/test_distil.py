@@ -74,7 +74,7 @@ def test_a_depth_adapter_is_built_as_the_first_layers_of_the_base():
     assert any(i.name.startswith("l1_") for i in model.graph.initializer)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
-    from plugin.lab.reranker.lora import PairScorer
+    from plugin.learn.train.lora import PairScorer
 
     scorer = PairScorer(jax, dataclasses.replace(TINY3, layers=2), w,
                         DistilOptions(depth=2, rank=2).scorer_options())
@@ -151,7 +151,7 @@ def test_options_are_checked_against_the_base():
 
 def test_the_teacher_key_changes_with_any_pair():
     from plugin.lab.reranker.distil import teacher_key
-    from plugin.lab.reranker.groups import TrainingGroup
+    from plugin.learn.train.groups import TrainingGroup
 
     g = [TrainingGroup("q1", "post", "pos", ("n1", "n2", "n3"))]
     key = teacher_key("sha", "model_int8.onnx", g, 128)
@@ -217,7 +217,8 @@ def test_argument_errors_exit_2(argv, message, tmp_path, monkeypatch, capsys):
 
 
 def _groups_file(tmp_path: Path, n: int = 6, negatives: int = 4) -> Path:
-    from plugin.lab.reranker.groups import TrainingGroup, save_groups
+    from plugin.lab.reranker.groups import save_groups
+    from plugin.learn.train.groups import TrainingGroup
 
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(90)]

@@ -108,7 +108,7 @@ def test_the_remote_script_trains_a_sweep_without_our_api_stack(tmp_path: Path):
 
 
 def test_a_fixed_width_pads_every_batch_to_it():
-    from plugin.lab.query_tower import Tower
+    from plugin.learn.train.tower import Tower
 
     rows = [np.ones((5, 3), np.float32), np.ones((20, 3), np.float32)]
     assert Tower.pad(rows)[0].shape == (2, 32, 3)

@@ -1,11 +1,11 @@
-"""Where an outbound request may go (``plugin.service.outbound``): public addresses, webhook URLs,
+"""Where an outbound request may go (``plugin.net.outbound``): public addresses, webhook URLs,
 allowed origins, FactSieve's own backends, and the checked target an attempt connects to."""
 import ipaddress
 
 import pytest
 
 from plugin.errors import BadInput
-from plugin.service.outbound import (Backend, Origin, Target, Unresolvable, backends_of, check_target,
+from plugin.net.outbound import (Backend, Origin, Target, Unresolvable, backends_of, check_target,
                                      check_url, is_public_address, origin_of, parse_origin, reached_backend)
 from plugin.settings import Settings
 

@@ -6,9 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from plugin.search import lang
+from plugin import lang
 from plugin.index.bodies import ANALYZED_LANGS as SUPPORTED_ANALYZER_LANGS
-from plugin.search.lang import MAX_DETECT_CHARS, detect_language, strip_noise
+from plugin.lang import MAX_DETECT_CHARS, detect_language, strip_noise
 from tests.guards import hang_guard
 
 DETECT = [

@@ -1,4 +1,4 @@
-"""The outbound transport (``plugin.service.outbound.post``) against real HTTP(S) servers on
+"""The outbound transport (``plugin.net.outbound.post``) against real HTTP(S) servers on
 127.0.0.1 that misbehave: gzip bombs, drips, silence, huge headers, certificates."""
 import gzip
 import shutil
@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from plugin.errors import BadInput
-from plugin.service.outbound import MAX_RESPONSE_BYTES, DeliveryError, Reply, Target, check_target, post
+from plugin.net.outbound import MAX_RESPONSE_BYTES, DeliveryError, Reply, Target, check_target, post
 from plugin.service.signing import delivery_headers
 from plugin.service.webhooks import DeliveryStatus
-from tests.unit.service.test_outbound import once
+from tests.unit.net.test_outbound import once
 from tests.unit.service.test_webhooks import KNOWN, make_store, planned
 
 

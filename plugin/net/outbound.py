@@ -3,7 +3,7 @@ which addresses may be reached, then one request to exactly the address that was
 
 Pure address rules (``is_public_address``, ``parse_origin``, ``check_target``; a ``Purpose``
 says how their messages name what is checked), then webhooks' ``post`` on the shared
-transport (``plugin.service.transport.request``: one deadline, a bounded answer, the checked
+transport (``plugin.net.transport.request``: one deadline, a bounded answer, the checked
 address connected to while the URL's host is the Host header, TLS name and certificate's).
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult, quote, urlsplit
 
 from plugin.errors import BadInput
-from plugin.service.transport import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
-                                      Deadline, DeliveryError, Reply, default_tls_context, request)
+from plugin.net.transport import (MAX_RESPONSE_BYTES, MAX_RESPONSE_HEAD_BYTES,  # noqa: F401
+                                  Deadline, DeliveryError, Reply, Target, default_tls_context, request)
 
 log = logging.getLogger(__name__)
 
@@ -120,24 +120,6 @@ def resolve_within(resolve: Callable[[str], list[str]], host: str, timeout_s: fl
         return future.result(timeout=max(timeout_s, 0.0))
     except FutureTimeout:
         raise Unresolvable(f"{purpose.what} host {host!r} did not resolve within {timeout_s:g} s") from None
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where one attempt goes: the URL's parts, and the checked addresses to connect to (in
-    order) instead of resolving ``host`` again."""
-
-    scheme: str
-    host: str           # lower case, ASCII (IDNA), no trailing dot, IPv6 without brackets
-    port: int
-    path: str           # path and query, percent-encoded, never empty
-    addresses: tuple[str, ...]
-
-    @property
-    def host_header(self) -> str:
-        """The Host header: the URL's host (bracketed if IPv6), with the port unless default."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port == (443 if self.scheme == "https" else 80) else f"{host}:{self.port}"
 
 
 #: The port a URL means when it names none.

@@ -1,4 +1,4 @@
-"""The outbound transport: one HTTP request to an address ``plugin.service.outbound`` checked,
+"""The outbound transport: one HTTP request to an address ``plugin.net.outbound`` checked,
 under one deadline, reading a bounded answer (``request``; webhooks' ``post`` and image fetches,
 ``plugin.image.fetch``, both go through it).
 
@@ -18,12 +18,9 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plugin.errors import BackendError
-
-if TYPE_CHECKING:
-    from plugin.service.outbound import Target
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +31,24 @@ MAX_RESPONSE_BYTES = 64 * 1024
 #: The status line and headers together may not exceed this (http.client alone would allow
 #: 100 header lines of 64 KiB each).
 MAX_RESPONSE_HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one attempt goes: the URL's parts, and the checked addresses to connect to (in
+    order) instead of resolving ``host`` again."""
+
+    scheme: str
+    host: str           # lower case, ASCII (IDNA), no trailing dot, IPv6 without brackets
+    port: int
+    path: str           # path and query, percent-encoded, never empty
+    addresses: tuple[str, ...]
+
+    @property
+    def host_header(self) -> str:
+        """The Host header: the URL's host (bracketed if IPv6), with the port unless default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == (443 if self.scheme == "https" else 80) else f"{host}:{self.port}"
 
 
 class DeliveryError(BackendError):
