@@ -83,7 +83,7 @@ def ingest_factchecks() -> Response:
                                  body=text, tenant=g.api_key.tenant)
         enqueue(job["id"])
         return accepted(job)
-    report = svc.ingest_factchecks(records, writer=g.api_key.writer)
+    report = svc.factchecks.ingest(records, writer=g.api_key.writer)
     preflight.check_report(report, fmt)
     return reply(s.IngestReport.model_validate(report.to_dict()))
 
@@ -117,7 +117,7 @@ def ingest_evidence_route() -> Response:
     run_async = _flag("async")
     claim_id = request.args.get("claim_id")
     data = read_body(settings.max_request_bytes, "FACTSIEVE_MAX_REQUEST_BYTES")
-    plan = svc.plan_evidence(data, claim_id)  # 400 / 413 / 422 now, before any write or job
+    plan = svc.evidence.plan(data, claim_id)  # 400 / 413 / 422 now, before any write or job
     if (run_async or len(data) > settings.sync_ingest_max_bytes
             or plan.passages > settings.sync_evidence_max_passages):
         try:
@@ -132,7 +132,7 @@ def ingest_evidence_route() -> Response:
                                  body=text, tenant=g.api_key.tenant)
         enqueue(job["id"])
         return accepted(job)
-    report = svc.ingest_evidence_body(data, claim_id, writer=g.api_key.writer)
+    report = svc.evidence.ingest_body(data, claim_id, writer=g.api_key.writer)
     return reply(s.EvidenceReport.model_validate(report.to_dict()))
 
 
@@ -155,5 +155,5 @@ def get_factcheck(fact_check_id: str) -> Response:
                    "its existence is no secret). Fact-checks stored before owners were "
                    "recorded belong to the tenant `default`.")
 def delete_factcheck(fact_check_id: str) -> Response:
-    services().delete_factcheck(fact_check_id, g.api_key.writer)
+    services().factchecks.delete(fact_check_id, g.api_key.writer)
     return no_content()

@@ -73,7 +73,7 @@ def get_post(post_id: str) -> Response:
 def verify(body: s.VerifyIn) -> Response:
     svc = services()
     inp = body.model_dump(mode="json", exclude_none=True, exclude={"image", "image_url"})
-    svc.verification_config(body.config)  # an unknown configuration is a 400 now, not a failed job
+    svc.verification.config(body.config)  # an unknown configuration is a 400 now, not a failed job
     inp["claim"] = claim_of(body, svc.settings)
     verify_request(inp).validated()  # so is a claim date in the future
     job, _ = svc.jobs.create(JobKind.VERIFY, inp, tenant=g.api_key.tenant)

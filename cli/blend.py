@@ -14,6 +14,7 @@ from typing import Any
 
 from plugin.errors import BadInput
 from plugin.service.services import Services
+from plugin.service.keys import DEFAULT_TENANT
 
 from cli.common import DEFAULT_AVERITEC, dump
 
@@ -31,7 +32,7 @@ def cmd_record(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.blend import record_llm, stratified_subset
     from plugin.verify.config import Strategy
 
-    cfg = services.verification_config(args.config)
+    cfg = services.verification.config(args.config)
     if cfg.strategy not in (Strategy.QA_LOOP, Strategy.SINGLE_CALL):
         raise BadInput(f"{cfg.name!r} does not use the LLM: record with qa-loop or single-call")
     cfg = cfg.model_copy(update={"head_weight": 0.0})
@@ -44,7 +45,7 @@ def cmd_record(args: argparse.Namespace, services: Services) -> int:
             print(f"  {i + 1}/{len(claims)} {row['id']}: {row['verdict']} ({row['verdict_source']}, "
                   f"{row['seconds']} s)", file=sys.stderr)
 
-    report = record_llm(services.verifier(cfg), cfg, claims, args.out, on_claim=on_claim)
+    report = record_llm(services.verification.verifier(cfg, DEFAULT_TENANT), cfg, claims, args.out, on_claim=on_claim)
     dump({"llm_model": services.settings.llm_model, "config": cfg.name, "claims": len(claims),
           "out": str(args.out), **report})
     return 0

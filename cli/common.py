@@ -141,7 +141,7 @@ def by_fusion(args: argparse.Namespace, services: Services, configs: dict[str, R
         if NEURAL_PLUGIN not in services.store.plugins():
             raise BadInput("--fusion server needs the neural-search plugin on the cluster "
                            "(`make up` installs it; the official Docker image ships it)")
-        services.install_search_pipelines(list(configs.values()))
+        services.deployment.search_pipelines(list(configs.values()))
     results = {p: {**run(services.settings.model_copy(update={"server_fusion": p == "server"})),
                    "fusion": p} for p in paths}
     return results[paths[0]] if len(paths) == 1 else results

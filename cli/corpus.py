@@ -14,7 +14,7 @@ from cli.common import add_tenant_flag, dump, writer_of
 
 
 def cmd_init(args: argparse.Namespace, services: Services) -> int:
-    dump(services.install())
+    dump(services.admin().deployment.install())
     return 0
 
 
@@ -22,14 +22,14 @@ def cmd_ingest(args: argparse.Namespace, services: Services) -> int:
     from plugin.ingest import Format, read_records
 
     fmt = Format.parse(args.format)
-    services.ensure_factcheck_index()
+    services.factchecks.ensure()
     bar = None
     if sys.stderr.isatty() and not args.quiet:
         from tqdm import tqdm
 
         bar = tqdm(unit="doc", desc="ingest", file=sys.stderr)
     try:
-        report = services.ingest_factchecks(read_records(args.paths, fmt), batch_size=args.batch_size,
+        report = services.factchecks.ingest(read_records(args.paths, fmt), batch_size=args.batch_size,
                                             progress=bar.update if bar else None,
                                             writer=writer_of(args), local_files=True)
     finally:
@@ -64,11 +64,11 @@ def cmd_index_new_version(args: argparse.Namespace, services: Services) -> int:
     from plugin.index.templates import create_version
 
     services = services.admin()  # index versions and alias switches: the admin identity
-    name = create_version(services.store, services.index_spec(), point_alias=args.switch)
+    name = create_version(services.store, services.factchecks.spec(), point_alias=args.switch)
     out: dict[str, Any] = {"alias": services.settings.index, "created": name,
                            "alias_switched": bool(args.switch)}
     if args.switch:  # the alias's index gets the embedding pipeline, _meta and template
-        out["hosted_model"] = services.host_model()
+        out["hosted_model"] = services.admin().deployment.host_model()
     dump(out)
     return 0
 
@@ -82,7 +82,7 @@ def cmd_index_switch(args: argparse.Namespace, services: Services) -> int:
     switch_alias(services.store, services.settings.index, args.target)
     # the index behind the alias now is the one whose writes the hosted model must embed
     dump({"alias": services.settings.index, "index": args.target,
-          "hosted_model": services.host_model()})
+          "hosted_model": services.admin().deployment.host_model()})
     return 0
 
 

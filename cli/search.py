@@ -52,12 +52,12 @@ def cmd_demo(args: argparse.Namespace, services: Services) -> int:
     from plugin.ingest import Format, read_records
 
     settings = services.settings
-    services.ensure_factcheck_index()
+    services.factchecks.ensure()
     # the last file gives one fact-check its image (the viral post's screenshot, an image_path:
     # read here, as only the CLI reads local files)
     files = [args.samples / "multiclaim" / "factchecks.jsonl", args.samples / "clef2020" / "factchecks.jsonl",
              args.samples / "images" / "factchecks.jsonl"]
-    report = services.ingest_factchecks(read_records(files, Format.jsonl), local_files=True)
+    report = services.factchecks.ingest(read_records(files, Format.jsonl), local_files=True)
     print(f"sample corpus: {report.indexed} new, {report.updated} updated, {report.rejected} rejected "
           f"(index alias {settings.index!r}, {services.store.count(settings.index)} fact-checks)")
     # the best configuration, reranking within a live request's budget (fused order, said in a

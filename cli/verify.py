@@ -9,6 +9,7 @@ from typing import Any
 
 from plugin.errors import BadInput
 from plugin.service.services import Services
+from plugin.service.keys import DEFAULT_TENANT
 
 from cli.common import DEFAULT_AVERITEC, dump, parse_date
 
@@ -17,7 +18,7 @@ from cli.common import DEFAULT_AVERITEC, dump, parse_date
 def cmd_verify(args: argparse.Namespace, services: Services) -> int:
     from plugin.verify.verifier import VerifyRequest
 
-    cfg = services.verification_config(args.config)
+    cfg = services.verification.config(args.config)
     req = VerifyRequest(claim=args.claim, date=parse_date(args.date), lang=args.lang,
                         exclude_urls=tuple(args.exclude_url or ()),
                         exclude_domains=tuple(args.exclude_domain or ()), budget_s=args.budget)
@@ -26,7 +27,7 @@ def cmd_verify(args: argparse.Namespace, services: Services) -> int:
         if args.verbose_progress:
             print(f"  … {stage}" + (f" (turn {turn})" if turn else ""), file=sys.stderr)
 
-    out = services.verifier(cfg).verify(req, cfg, progress=progress)
+    out = services.verification.verifier(cfg, DEFAULT_TENANT).verify(req, cfg, progress=progress)
     if args.json:
         dump(out)
     else:
@@ -50,20 +51,20 @@ def demo_verification(services: Services, samples: Path, config: str | None = No
     from plugin.evidence import ingest_evidence, read_evidence
     from plugin.verify.verifier import VerifyRequest
 
-    services.ensure_evidence_index()
+    services.evidence.ensure()
     report = ingest_evidence(read_evidence([samples / "evidence" / "averitec_gold_answers.jsonl"]),
                              store=services.store, embedder=services.embedder,
                              index=services.settings.evidence_index)
     print(f"\nsample evidence: {report.documents} documents, {report.indexed} passages new, "
           f"{report.updated} updated, {report.rejected} rejected (alias {services.settings.evidence_index!r})")
-    cfg = services.verification_config(config or DEMO_CONFIG)
+    cfg = services.verification.config(config or DEMO_CONFIG)
     why = " (the demo's: docs/verification.md#the-demos-configuration)" if config is None else ""
     for line in (samples / "demo_claims.jsonl").read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         claim = json.loads(line)
         print(f"\nverifying a sample claim with {cfg.name!r}{why} (its published label: {claim['label']}):")
-        out = services.verifier(cfg).verify(VerifyRequest(
+        out = services.verification.verifier(cfg, DEFAULT_TENANT).verify(VerifyRequest(
             claim=claim["claim"], date=parse_date(claim.get("date")), claim_id=claim.get("id"),
             exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg)
         print_verification(out)

@@ -74,7 +74,7 @@ class Deployment:
             "redis_prefix": f"fs-bench-{tag}", "index": f"fs-bench-{tag}",
             "jobs_index": f"fs-bench-jobs-{tag}", **overrides})
         self.services = Services(self.settings)
-        self.services.ensure_factcheck_index()
+        self.services.factchecks.ensure()
         files = [ROOT / "samples" / "clef2020" / "factchecks.jsonl",
                  ROOT / "samples" / "multiclaim" / "factchecks.jsonl"]
         report = ingest(read_records(files, Format.jsonl), store=self.services.store,

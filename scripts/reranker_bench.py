@@ -59,7 +59,7 @@ def main() -> None:
     data = load_dataset(DATASET)
     runs, tenants = [], []
     try:
-        services.ensure_factcheck_index()
+        services.factchecks.ensure()
         ingest(read_records([DATASET / "factchecks.jsonl"], Format.jsonl), store=services.store,
                embedder=services.embedder, index=settings.index)
         ids = [json.loads(line)["id"] for line in (DATASET / "factchecks.jsonl").read_text().splitlines() if line]

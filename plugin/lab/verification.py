@@ -29,6 +29,7 @@ from plugin.verify.averitec import gold_answer_documents, gold_qa_pairs
 from plugin.verify.config import Strategy, VerificationConfig
 from plugin.verify.scoring import score_predictions
 from plugin.verify.verifier import Verifier, VerifyRequest
+from plugin.service.keys import DEFAULT_TENANT
 
 ABSTAIN = Verdict.NOT_ENOUGH_EVIDENCE.value
 #: bumped whenever the pool's documents change (2: passages no longer titled with the gold question)
@@ -138,8 +139,8 @@ def evaluate_verification(services: Any, dataset: str, claims: list[dict[str, An
         if evidence == "gold" and cfg.strategy is Strategy.LOOKUP:
             result["configs"][name] = {"skipped": "the lookup reads published fact-checks, not evidence"}
             continue
-        base = services.verifier(cfg)
-        verifier = Verifier(llm=base.llm, matcher=base.matcher, pool=base.pool, head=base.head,
+        base = services.verification.verifier(cfg, DEFAULT_TENANT)
+        verifier = Verifier(llm=base.llm, lookup=base.lookup, pool=base.pool, head=base.head,
                             evidence=retriever if retriever is not None else base.evidence,
                             head_weight=base.head_weight)
         preds, cost = run_config(verifier, cfg, scored, evidence, on_claim=on_claim)

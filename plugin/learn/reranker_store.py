@@ -15,12 +15,15 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import NotFound
 from plugin.learn.tenant_records import TenantRecords
 from plugin.kv import KV
 from plugin.settings import Settings
+
+if TYPE_CHECKING:
+    from plugin.search.retrieval import RetrievalConfig
 
 #: how many earlier champions of a tenant are kept (what ``rollback`` can go back through)
 HISTORY_KEEP = 10
@@ -45,10 +48,27 @@ class Champions:
         self.kv, self.settings = kv, settings
         self.records = TenantRecords(kv, "reranker", settings.learn_cache_s, HISTORY_KEEP)
         self._key = self.records.key
+        #: the packaged adapters' digests, by name (read once per process)
+        self._digests: dict[str, str] = {}
 
     def get(self, tenant: str) -> dict[str, Any] | None:
         """The tenant's champion record, or ``None`` (the packaged reranker serves)."""
         return self.records.get(tenant)
+
+    def serving(self, cfg: RetrievalConfig, tenant: str) -> str | None:
+        """The folder of the tenant's champion reranker when ``cfg`` reranks with the packaged
+        adapter it was fine-tuned from (the same file: a retrained adapter's champion is not
+        served), else ``None``: the configuration's own reranker serves."""
+        from plugin.embedding.query_tower import adapter_digest
+        from plugin.search.lora_reranker import packaged_rerankers, reranker_adapter_dir
+
+        record = self.get(tenant)
+        name = Path(cfg.rerank.model).name if record and cfg.rerank else None
+        if record is None or name is None or name != record["start"]["name"] or name not in packaged_rerankers():
+            return None
+        if name not in self._digests:
+            self._digests[name] = adapter_digest(name, reranker_adapter_dir())
+        return str(self.folder(record)) if self._digests[name] == record["start"]["sha256"] else None
 
     def folder(self, record: Mapping[str, Any]) -> Path:
         """The ONNX folder a champion record names (relative to the model cache)."""

@@ -38,7 +38,7 @@ from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
 from plugin.search.rerank import (FUSED_ORDER, REPROBE_AFTER, Reranker, RerankGate,  # noqa: F401
                                   outside_languages, pairs_within, passage, rank_prior_scores,
-                                  reorder, unavailable_reranker, with_rank_prior)
+                                  measure_pair_ms, reorder, unavailable_reranker, with_rank_prior)
 from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
 from plugin.search.variants import VARIANTS
@@ -92,6 +92,7 @@ class Matcher:
         #: the clock the cost is measured with
         self.gate = RerankGate()
         self.clock = time.perf_counter
+        self._warmed = False
 
     def _config(self, config: RetrievalConfig | str | None) -> RetrievalConfig:
         if config is None:
@@ -115,6 +116,13 @@ class Matcher:
             bodies, weights, decided = self._plan_texts(req, texts, decided, cfg, centroids)
         fused, server = self._retrieve(decided, cfg, bodies, weights, watch, image=req.image)
         reranker = self.reranker if self.reranker is not None else unavailable_reranker(cfg)
+        if (not self._warmed and self.reranker is not None and cfg.rerank is not None
+                and req.rerank is not False and req.rerank_budget_ms is not None):
+            # the first budgeted match of this matcher: what a pair costs, measured before it
+            # decides, so that the first request gets the head the budget fits, as later ones do
+            # (a cost forgotten after a stall is probed again by a real match: ``RerankGate``)
+            self.gate, self._warmed = self.gate.measured(measure_pair_ms(self.reranker, cfg.rerank.top,
+                                                                         self.clock)), True
         decision = self.gate.decide(cfg, reranker, asked=req.rerank, lang=decided.lang,
                                     fused=fused, budget_ms=req.rerank_budget_ms)
         self.gate = decision.gate

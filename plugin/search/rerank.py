@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -309,6 +309,24 @@ def outside_languages(languages: Any, post_lang: str | None, head: list[Fused]) 
         return (f"the reranker was trained on {', '.join(allowed)} fact-checks only, and the "
                 f"candidates include {', '.join(others)}: {FUSED_ORDER}")
     return None
+
+
+#: what the warm-up scores: a post and passages of a typical length (CLEF-2020 tweets and
+#: Snopes claims with their titles are ~200 and ~150 characters)
+_WARM_POST = " ".join(["claims"] * 30)
+_WARM_PASSAGE = " ".join(["checked"] * 20)
+
+
+def measure_pair_ms(reranker: Reranker, top: int, clock: Callable[[], float]) -> float:
+    """What one pair of a ``top``-pair batch costs this reranker here, in ms: the second of two
+    batches of typical length (the first pays the runtime's start-up). The matcher measures it
+    before its first budgeted match, so that match reranks what the budget fits rather than a
+    probe's few pairs; every reranked match refines it (``RerankGate.measured``)."""
+    n = max(top, 1)
+    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
+    t0 = clock()
+    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
+    return (clock() - t0) * 1e3 / n
 
 
 def pairs_within(budget_ms: float | None, pair_ms: float | None, top: int) -> int:

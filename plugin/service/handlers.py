@@ -42,8 +42,8 @@ def run_verify(services: Services, job: dict[str, Any],
     """Verify a claim with its configuration (progress reported on the job as it goes), then
     plan and enqueue a ``claim.verified`` delivery for every subscription that wants it."""
     inp = job["input"]
-    cfg = services.verification_config(inp.get("config"))
-    result = services.verifier(cfg).verify(
+    cfg = services.verification.config(inp.get("config"))
+    result = services.verification.verifier(cfg, job.get("tenant", DEFAULT_TENANT)).verify(
         verify_request(inp), cfg, progress=lambda stage, turn: services.jobs.progress(job["id"], stage, turn))
     lang = inp.get("lang") or detect_language(inp["claim"])
     result["deliveries"] = []
@@ -72,7 +72,7 @@ def run_ingest(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     inp = job["input"]
     data = services.jobs.body(job["id"]).encode("utf-8")
     records = parse_bytes(data, Format.parse(inp.get("format") or "auto"), inp.get("name") or "body")
-    return services.ingest_factchecks(records, writer=Writer.of_job(job)).to_dict()
+    return services.factchecks.ingest(records, writer=Writer.of_job(job)).to_dict()
 
 
 def run_evidence(services: Services, job: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def run_evidence(services: Services, job: dict[str, Any]) -> dict[str, Any]:
     anything is written (a refusal fails the job with its 413 or 422); passage ids are stable,
     so a second run updates the same passages in place. The job's writer owns what it writes."""
     data = services.jobs.body(job["id"]).encode("utf-8")
-    return services.ingest_evidence_body(data, job["input"].get("claim_id"),
+    return services.evidence.ingest_body(data, job["input"].get("claim_id"),
                                          writer=Writer.of_job(job)).to_dict()
 
 

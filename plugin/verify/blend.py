@@ -1,7 +1,7 @@
 """The weight of the verdict model in the LLM/model blend, per LLM (``configs/blend.json``).
 
 An LLM configuration's verdict is the highest label of ``(1 − w)·llm + w·model``: the LLM's
-ratings blended with the verdict model's (``Services.verdict_head()``) probabilities. ``w`` is
+ratings blended with the verdict model's (``Services.verification.head()``) probabilities. ``w`` is
 the model's weight; how well an LLM rates depends on the LLM, so ``w`` is chosen per LLM, out of
 fold on the tuning split (``factsieve blend-weight choose``), and recorded here:
 

@@ -5,7 +5,7 @@ result every channel shares (job result, ``factsieve verify --json``, the ``clai
 webhook): verdict, label ratings, question–answer evidence with sources, a justification whose
 statements cite those pairs, why it stopped, and where the time and tokens went.
 
-Its parts are handed in — a matcher for the lookup, an evidence searcher, the LLM client, the
+Its parts are handed in — the match path for the lookup, an evidence searcher, the LLM client, the
 few-shot pool, optionally the verdict head — so the flow is testable with any of them and the
 I/O stays at the edges.
 
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from plugin.errors import BadInput, LLMOutputInvalid, NotFound
 from plugin.evidence.retrieve import EvidenceQuery
@@ -35,6 +35,13 @@ from plugin.verify.config import Strategy, VerificationConfig
 from plugin.verify.fewshot import FewShotPool
 from plugin.verify.lookup import clears, fact_check_found, looks_up, no_fact_check  # noqa: F401 (looks_up: re-exported)
 from plugin.verify.scoring import NO_ANSWER
+
+if TYPE_CHECKING:
+    from plugin.search.request import MatchRequest
+    from plugin.search.result import Match
+
+#: how many fact-checks the lookup asks for (the best one not excluded answers)
+LOOKUP_K = 5
 
 Progress = Callable[[str, int | None], None]
 
@@ -149,10 +156,12 @@ class _Run:
 
 class Verifier:
     def __init__(self, *, llm: Any = None, evidence: EvidenceSearch | None = None,
-                 matcher: Any = None, pool: FewShotPool | None = None,
+                 lookup: Callable[[MatchRequest], Match] | None = None, pool: FewShotPool | None = None,
                  head: VerdictHead | None = None, clock: Callable[[], float] = time.monotonic,
                  head_weight: float = 0.0) -> None:
-        self.llm, self.evidence, self.matcher = llm, evidence, matcher
+        #: the one match path for the lookup (``plugin.service.matching.match_post``, the
+        #: verifying tenant's, with the explanations kept: the lookup reads the kNN similarity)
+        self.llm, self.evidence, self.lookup = llm, evidence, lookup
         self.pool, self.head, self.clock = pool, head, clock
         #: the blend's weight where the configuration sets none (``plugin.verify.blend``)
         self.head_weight = head_weight
@@ -187,17 +196,18 @@ class Verifier:
 
     # -- lookup: previously fact-checked --------------------------------------------------------
     def _lookup(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any] | None:
-        if not looks_up(cfg) or self.matcher is None:
+        if not looks_up(cfg) or self.lookup is None:
             return None
-        from plugin.search.matcher import MatchRequest
+        from plugin.search.request import MatchRequest
 
+        lookup = self.lookup
         try:
-            result = run.timed("lookup", lambda: self.matcher.match(
-                MatchRequest(text=req.claim, lang=req.lang, date=req.date, k=5)))
+            result = run.timed("lookup", lambda: lookup(MatchRequest(text=req.claim, lang=req.lang, date=req.date,
+                                                                     k=LOOKUP_K)))
         except NotFound as exc:  # no fact-check index in this deployment: verify from evidence
             run.notes.append(f"lookup skipped: {exc.detail}")
             return None
-        best = next((m for m in result.matches if m.get("url") not in req.exclude_urls), None)
+        best = next((c.to_dict() for c in result.candidates if c.fields.get("url") not in req.exclude_urls), None)
         run.lookup = best
         if best is None or not clears(best, cfg):
             return None

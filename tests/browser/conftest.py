@@ -56,7 +56,7 @@ def desk_services(desk_settings, store, embedder):
     from plugin.service.services import Services
 
     services = Services(desk_settings, store=store, embedder=embedder)
-    services.ensure_factcheck_index()
+    services.factchecks.ensure()
     report = ingest(read_records([API_FACTCHECKS], Format.jsonl), store=store, embedder=embedder,
                     index=desk_settings.index)
     assert report.rejected == 0, report.rejects

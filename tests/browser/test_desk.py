@@ -267,7 +267,7 @@ def test_an_image_post_shows_its_image_from_the_desk_beside_the_text_read(contex
 
 
 def test_unlikely_candidates_are_folded_and_m_unfolds_them(context, served, keys):
-    post_id = submit(served, keys["ana"], FIVE_G + " (folding)")
+    post_id = submit(served, keys["ana"], "Is the Great Wall of China really visible from the Moon? Astronauts say so")
     cands = review(served, keys["ana"], post_id)["candidates"]
     from api.desk.present import shown_count
     from plugin.settings import Settings

@@ -210,7 +210,7 @@ def api_corpus(api_services):
     """The API fixture fact-checks, ingested into the session's alias."""
     from plugin.ingest import Format, ingest, read_records
 
-    api_services.ensure_factcheck_index()
+    api_services.factchecks.ensure()
     report = ingest(read_records([API_FACTCHECKS], Format.jsonl), store=api_services.store,
                     embedder=api_services.embedder, index=api_services.settings.index)
     assert report.rejected == 0, report.rejects

@@ -137,7 +137,7 @@ def deployment_state(svc) -> tuple[int, int, int, list]:
 
 def test_chunked_bodies_over_the_limit_are_413_on_every_route_and_write_nothing(limited):
     client, auth, svc = limited
-    svc.ensure_factcheck_index()
+    svc.factchecks.ensure()
     from plugin.image.inputs import image_body_bytes
 
     over_json = [("/v1/rerank", {"text": "rivers"}),

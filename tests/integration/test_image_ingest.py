@@ -120,9 +120,9 @@ def test_image_path_is_read_by_the_cli_only(store, embedder, img_settings, tmp_p
     from plugin.service.services import Services
 
     services = Services(img_settings, store=store, embedder=embedder)
-    refused = services.ingest_factchecks(read_records([feed]))  # as the API and jobs call it
+    refused = services.factchecks.ingest(read_records([feed]))  # as the API and jobs call it
     assert refused.rejected == 1 and "only the CLI's `factsieve ingest` reads" in refused.rejects[0]["reason"]
-    report = services.ingest_factchecks(read_records([feed]), local_files=True)  # as the CLI does
+    report = services.factchecks.ingest(read_records([feed]), local_files=True)  # as the CLI does
     assert report.indexed == 1, report.rejects
     assert "CHEESE" in store.get(img_settings.index, "from-file")["image"]["ocr_text"]
 

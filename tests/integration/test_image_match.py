@@ -35,7 +35,7 @@ def image_app(api_settings, store, embedder):
     alias = f"fs-test-img-{uuid.uuid4().hex[:10]}"
     settings = api_settings.model_copy(update={"index": alias})
     services = Services(settings, store=store, embedder=embedder)
-    services.ensure_factcheck_index()
+    services.factchecks.ensure()
     extra = [{"id": "img-photo", "claim": PHOTO_CLAIM, "url": "https://checks.example.org/shark",
               "rating": "False", "lang": "en"},
              {"id": "img-meme", "claim": "Bill Gates plans to implant microchips through vaccines.",
@@ -45,7 +45,7 @@ def image_app(api_settings, store, embedder):
         record["image_base64"] = b64(images[record["id"]])
     records = list(read_records([API_FACTCHECKS], Format.jsonl))
     records += list(parse_bytes("\n".join(json.dumps(r) for r in extra).encode(), Format.jsonl, "extra"))
-    report = services.ingest_factchecks(records)  # the images read as ingest reads them
+    report = services.factchecks.ingest(records)  # the images read as ingest reads them
     assert report.rejected == 0, report.rejects
     stored = store.search(alias, {"query": {"ids": {"values": ["img-photo"]}}})["hits"]["hits"][0]
     assert stored["_source"]["image"]["pdq"]

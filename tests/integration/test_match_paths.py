@@ -32,7 +32,7 @@ def paths(settings, store, embedder):
 
     s = namespaced(settings, uuid.uuid4().hex[:10], rerank_budget_ms=60_000.0)
     services = Services(s, store=store, embedder=embedder)
-    report = services.ingest_factchecks(read_records([SAMPLES / "clef2020" / "factchecks.jsonl"], Format.jsonl))
+    report = services.factchecks.ingest(read_records([SAMPLES / "clef2020" / "factchecks.jsonl"], Format.jsonl))
     assert report.rejected == 0
     yield services
     cleanup_deployment(s, store)
@@ -94,7 +94,7 @@ def test_every_path_gives_the_same_reranked_answer_with_the_tenants_learning(pat
         first = got["post job"]
         assert first and all(v == first for v in got.values()), differences(got)
         # the verification lookup asks for five: the same five
-        lookup = paths.verifier(paths.verification_config("lookup"))
+        lookup = paths.verifier(paths.verification.config("lookup"))
         found = lookup.lookup_match(q["text"], lang="en")
         assert [m["id"] for m in found["matches"]] == [a[0] for a in first[:5]]
     # the post job reranks by default now: what webhooks and the desk get is the best ranking

@@ -50,7 +50,7 @@ def deployment(settings, store, embedder, receiver, tenants, tmp_path_factory):
     s = namespaced(settings, uuid.uuid4().hex[:10], webhook_allowed_hosts=(receiver.origin,),
                    review_rules_path=str(rules), learn_cache_s=0.0)
     services = Services(s, store=store, embedder=embedder)
-    services.ensure_factcheck_index()
+    services.factchecks.ensure()
     report = ingest(read_records([API_FACTCHECKS], Format.jsonl), store=store, embedder=embedder,
                     index=s.index)
     assert report.rejected == 0, report.rejects

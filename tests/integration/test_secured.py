@@ -72,7 +72,7 @@ def services(secured, embedder):
 
 @pytest.fixture(scope="module")
 def installed(services):
-    return services.install()
+    return services.admin().deployment.install()
 
 
 def test_tls_needs_the_ca_bundle(secured):
@@ -120,7 +120,7 @@ def test_the_runtime_identity_cannot_install(secured, embedder):
 
     runtime = Services(runtime_only(secured, index=f"{secured.index}-x"), embedder=embedder)
     with pytest.raises(BackendError, match="FACTSIEVE_OPENSEARCH_ADMIN_USER") as err:
-        runtime.install()
+        runtime.admin().deployment.install()
     message = str(err.value)
     assert "no permissions for [cluster:admin/component_template/put]" in message
     assert secured.opensearch_user not in message  # the plugin names the user; we do not
@@ -135,7 +135,7 @@ def test_init_with_the_admin_identity_installs_everything(installed, services, s
     for alias in (secured.review_index, secured.decisions_index, secured.posts_index):
         assert admin.alias_indices(alias) == [f"{alias}-v1"]
     assert installed["search_pipelines"], "neural-search is on the secured node too"
-    assert services.install()["index"] == installed["index"]  # idempotent
+    assert services.admin().deployment.install()["index"] == installed["index"]  # idempotent
 
 
 def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secured, embedder):
@@ -146,7 +146,7 @@ def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secur
     from plugin.service.services import Services
 
     runtime = Services(runtime_only(secured), embedder=embedder)
-    report = runtime.ingest_factchecks(read_records([API_FACTCHECKS], Format.jsonl))
+    report = runtime.factchecks.ingest(read_records([API_FACTCHECKS], Format.jsonl))
     assert report.indexed + report.updated > 0 and report.rejected == 0
     runtime.store.refresh(secured.index)
     result = runtime.matcher().match(MatchRequest(text="5G masts spread the coronavirus", k=3))
@@ -179,7 +179,7 @@ def test_the_runtime_client_certificate(installed, secured, secure_env, embedder
     svc = Services(by_cert, embedder=embedder)
     who = svc.store.request("authinfo", "GET", "/_plugins/_security/authinfo")
     assert who["user_name"] == "factsieve-runtime" and who["roles"] == ["factsieve_runtime"]
-    svc.ensure_factcheck_index()  # reads the alias and the model, writes nothing
+    svc.factchecks.ensure()  # reads the alias and the model, writes nothing
     assert svc.matcher().match(MatchRequest(text="5G masts spread the coronavirus", k=3)).matches
     with pytest.raises(BackendError, match="refused"):
         svc.store.put_index_template("fs-test-not-allowed", {"index_patterns": ["fs-test-na*"]})

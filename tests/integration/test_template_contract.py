@@ -51,8 +51,8 @@ def hosted(store, settings):
                           [SAMPLES / "clef2020" / "factchecks.jsonl",
                            SAMPLES / "multiclaim" / "factchecks.jsonl"], s)
     assert report.rejected == 0, report.rejects
-    services.install_search_pipelines([services.config(s.template_config)])
-    info = services.host_model()
+    services.deployment.search_pipelines([services.config(s.template_config)])
+    info = services.admin().deployment.host_model()
     yield services, info
     # the fp32 model stays registered (the next run reuses it) but gives its memory back
     store.request("undeploy model", "POST", f"/_plugins/_ml/models/{info['model_id']}/_undeploy")
@@ -114,7 +114,7 @@ def test_init_records_the_hosted_model(hosted, store):
     assert meta["hosted_model"]["model_id"] == info["model_id"]
     settings = store.client.indices.get_settings(index=info["index"])[info["index"]]["settings"]
     assert settings["index"]["default_pipeline"] == info["ingest_pipeline"]
-    again = services.host_model()  # idempotent: the same model, not a second upload
+    again = services.admin().deployment.host_model()  # idempotent: the same model, not a second upload
     assert again["model_id"] == info["model_id"]
 
 
@@ -177,10 +177,10 @@ def test_factsieve_ingest_leaves_vectors_to_the_hosted_model(hosted, store):
     """``FACTSIEVE_INGEST_EMBEDDING=auto`` on an index with the model hosted: FactSieve's own
     ingest sends no vector and the pipeline computes the one it would have."""
     services, _ = hosted
-    assert services.ingest_embeds_here() is False
+    assert services.factchecks.embeds_here() is False
     doc = {"id": "own-1", "claim": "Bananas cure malaria", "title": "No, bananas do not cure malaria",
            "lang": "en", "url": "https://example.org/own-1"}
-    report = services.ingest_factchecks([RawRecord(ref="r1", data=doc)])
+    report = services.factchecks.ingest([RawRecord(ref="r1", data=doc)])
     assert report.to_dict() == {"indexed": 1, "updated": 0, "rejected": 0, "rejects": []}
     vector = np.array(vector_of(store, services.settings.index, "own-1"))
     want = embed_factchecks(services.embedder, [FactCheck.model_validate(doc)])[0]
@@ -193,7 +193,7 @@ def test_ingest_embeds_here_what_the_pipeline_fails_on(hosted, store):
     services, info = hosted
     store.request("undeploy", "POST", f"/_plugins/_ml/models/{info['model_id']}/_undeploy")
     doc = {"id": "own-2", "claim": "Garlic prevents covid", "lang": "en", "url": "https://example.org/own-2"}
-    report = services.ingest_factchecks([RawRecord(ref="r2", data=doc)])
+    report = services.factchecks.ingest([RawRecord(ref="r2", data=doc)])
     assert report.to_dict() == {"indexed": 1, "updated": 0, "rejected": 0, "rejects": []}
     vector = np.array(vector_of(store, services.settings.index, "own-2"))
     want = embed_factchecks(services.embedder, [FactCheck.model_validate(doc)])[0]

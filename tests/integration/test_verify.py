@@ -67,7 +67,7 @@ def config(name: str, **changes):
 
 
 def verify(api_services, req: VerifyRequest, cfg):
-    return api_services.verifier(cfg).verify(req, cfg)
+    return api_services.verification.verifier(cfg, "default").verify(req, cfg)
 
 
 def check_shape(out: dict, cfg_name: str) -> None:
@@ -96,7 +96,7 @@ def test_evidence_after_the_claim_date_and_the_own_fact_check_are_never_used(
         api_services, evidence_alias, api_corpus):
     from plugin.evidence import EvidenceQuery
 
-    retriever = api_services.evidence_retriever()
+    retriever = api_services.evidence.retriever()
     q = EvidenceQuery(text="5G masts coronavirus study", before=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,), k=10)
     urls = {p["url"] for p in retriever.search(q).passages}
     assert urls and LATER not in urls and OWN_FACT_CHECK not in urls
@@ -145,7 +145,7 @@ def test_llm_down_is_a_clear_error(api_services, evidence_alias, api_corpus):
         embedder=api_services.embedder)
     cfg = config("qa-loop", lookup_min_score=None)
     with pytest.raises(LLMUnavailable, match="127.0.0.1"):
-        down.verifier(cfg).verify(VerifyRequest(claim=CLAIM, date=CLAIM_DAY), cfg)
+        down.verification.verifier(cfg, "default").verify(VerifyRequest(claim=CLAIM, date=CLAIM_DAY), cfg)
 
 
 def test_lookup_answers_a_previously_fact_checked_claim(api_services, api_corpus):

@@ -49,7 +49,7 @@ def verifier_on(api_services, alias, cfg) -> Verifier:
     """The parts ``Services.verifier`` gives the configuration, reading ``alias``'s evidence."""
     from plugin.evidence.retrieve import EvidenceRetriever
 
-    base = api_services.verifier(cfg)
+    base = api_services.verification.verifier(cfg, "default")
     return Verifier(llm=base.llm, head=base.head, evidence=EvidenceRetriever(
         api_services.store, api_services.embedder, api_services.settings, alias=alias,
         max_per_url=cfg.per_url))
@@ -62,7 +62,7 @@ def no_lookup(name: str, **changes):
 
 def test_services_give_the_cited_strategy_the_verdict_model_and_evidence_but_no_llm(api_services):
     cfg = verification_config("cited")
-    v = api_services.verifier(cfg)
+    v = api_services.verification.verifier(cfg, "default")
     assert v.llm is None and v.head is not None and v.evidence.max_per_url == cfg.per_url
     assert v.matcher is not None  # the previously-fact-checked lookup runs first
 

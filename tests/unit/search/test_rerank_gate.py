@@ -75,3 +75,20 @@ def test_reorder_puts_the_head_in_the_reranker_s_order_and_keeps_the_tail():
     assert fused[0].rank == 1  # inputs untouched
     # half the weight on the fused rank: a small reranker preference does not overturn it
     assert [f.id for f in reorder(fused, [0.4, 0.5], Rerank(model="m", top=2, weight=0.5))][:2] == ["1", "2"]
+
+
+def test_the_cost_of_a_pair_is_measured_on_a_second_batch_of_the_head():
+    from plugin.search.rerank import measure_pair_ms
+
+    class Slow:
+        def __init__(self):
+            self.now, self.calls = 0.0, []
+
+        def score(self, query, passages):
+            self.calls.append(len(passages))
+            self.now += (2.0 if len(self.calls) == 1 else 0.09) * len(passages)  # the first pays start-up
+            return [0.0] * len(passages)
+
+    ce = Slow()
+    assert measure_pair_ms(ce, 10, lambda: ce.now) == pytest.approx(90.0)
+    assert ce.calls == [10, 10]

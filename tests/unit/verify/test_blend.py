@@ -60,7 +60,7 @@ def test_services_weigh_the_blend_for_the_configured_llm():
     table = load_table()
     for name in ["", "an-llm-nobody-measured", *table["models"]]:
         services = Services(Settings(_env_file=None, llm_model=name))
-        assert services.blend_weight() == blend_weight(name, table)
+        assert services.verification.blend_weight() == blend_weight(name, table)
 
 
 def test_the_packaged_table_is_never_written(tmp_path):

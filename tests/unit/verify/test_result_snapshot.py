@@ -22,9 +22,9 @@ def _results() -> dict[str, str]:
     clock = lambda: 0.0  # noqa: E731 (timings 0: the snapshot is of the shape)
     bad = zero_answers()
     runs = {
-        "lookup-found": lambda: Verifier(matcher=Matcher(0.96), clock=clock).verify(
+        "lookup-found": lambda: Verifier(lookup=Matcher(0.96).match, clock=clock).verify(
             VerifyRequest(claim="c"), verification_config("lookup")),
-        "lookup-none": lambda: Verifier(matcher=Matcher(0.90), clock=clock).verify(
+        "lookup-none": lambda: Verifier(lookup=Matcher(0.90).match, clock=clock).verify(
             VerifyRequest(claim="c"), verification_config("lookup")),
         "qa-loop": lambda: Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES), clock=clock).verify(
             VerifyRequest(claim="The mayor passed a law."), cfg("qa-loop")),

@@ -13,6 +13,7 @@ from plugin.verify.config import Strategy, load_configs, verification_config
 from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
 from plugin.verify.citing import cited_statements, citations, justification
 from plugin.verify.verifier import Verifier, VerifyRequest
+from plugin.search.result import Match
 
 SCORES = {"supported": 0.1, "refuted": 0.9, "not_enough_evidence": 0.0, "conflicting": 0.0}
 
@@ -201,22 +202,22 @@ class Matcher:
         self.confidence = confidence
 
     def match(self, req):
-        return SimpleNamespace(matches=[{"id": "f1", "url": "https://fc.example/1", "score": 0.048,
-                                         "confidence": self.confidence,
-                                         "explain": {"bm25:post": {"score": 12.0},
-                                                     "dense:post": {"score": self.score}},
-                                         "claim": "Mayor passed law", "rating": "False",
-                                         "verdict": "Refuted", "publisher": "FC"}])
+        return Match.from_dict({"matches": [{"id": "f1", "rank": 1, "url": "https://fc.example/1", "score": 0.048,
+                                             "confidence": self.confidence,
+                                             "explain": {"bm25:post": {"score": 12.0},
+                                                         "dense:post": {"score": self.score}},
+                                             "claim": "Mayor passed law", "rating": "False",
+                                             "verdict": "Refuted", "publisher": "FC"}]})
 
 
 def test_lookup_answers_above_the_threshold_and_falls_through_below():
-    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
     assert out["citations"][0]["url"] == "https://fc.example/1" and out["justification"].endswith("[1]")
-    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["stage"] == "lookup" and out["verdict"] == "Not Enough Evidence"
     assert "under the threshold" in out["note"]
-    out = Verifier(matcher=Matcher(0.96)).verify(
+    out = Verifier(lookup=Matcher(0.96).match).verify(
         VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), verification_config("lookup"))
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
 
@@ -225,16 +226,16 @@ def test_the_lookup_reads_the_calibrated_confidence_first():
     lookup = verification_config("lookup")
     assert lookup.lookup_min_confidence == 0.9
     # a sure match by confidence answers even though its kNN similarity is under lookup_min_score
-    out = Verifier(matcher=Matcher(0.90, confidence=0.93)).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.90, confidence=0.93).match).verify(VerifyRequest(claim="c"), lookup)
     assert out["stage"] == "previously-fact-checked"
-    out = Verifier(matcher=Matcher(0.99, confidence=0.5)).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.99, confidence=0.5).match).verify(VerifyRequest(claim="c"), lookup)
     assert out["stage"] == "lookup" and "confidence is 0.5000, under the threshold 0.9" in out["note"]
     assert out["match"]["confidence"] == 0.5
     # no confidence (a configuration without a confidence model): the similarity threshold
-    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), lookup)
     assert out["stage"] == "previously-fact-checked"
     off = lookup.model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None})
-    assert Verifier(matcher=Matcher(0.99, 0.99)).verify(VerifyRequest(claim="c"), off)["stage"] != \
+    assert Verifier(lookup=Matcher(0.99, 0.99).match).verify(VerifyRequest(claim="c"), off)["stage"] != \
         "previously-fact-checked"
 
 
@@ -363,9 +364,9 @@ def test_verdict_source_says_where_each_verdict_came_from():
     assert out["head_weight"] == 0.5 and out["label_scores_llm"]["Refuted"] == 0.9
     out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head"))
     assert out["verdict_source"] == "head" and "fallback_reason" not in out
-    out = Verifier(matcher=Matcher(0.96)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["verdict_source"] == "fact-check"
-    out = Verifier(matcher=Matcher(0.90)).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
     assert out["verdict_source"] == "none"
 
 
