@@ -93,10 +93,12 @@ def test_every_path_gives_the_same_reranked_answer_with_the_tenants_learning(pat
         got = every_path(paths, client, headers, monkeypatch, capsys, q["text"], q["id"])
         first = got["post job"]
         assert first and all(v == first for v in got.values()), differences(got)
-        # the verification lookup asks for five: the same five
-        lookup = paths.verifier(paths.verification.config("lookup"))
-        found = lookup.lookup_match(q["text"], lang="en")
-        assert [m["id"] for m in found["matches"]] == [a[0] for a in first[:5]]
+        # the verification lookup (its configuration's retrieval, five asked): what the API says
+        cfg = paths.verification.config("lookup")
+        looked = paths.verification.verifier(cfg, TENANT).lookup(MatchRequest(text=q["text"], lang="en", k=5))
+        api_says = client.post("/v1/match", json={"text": q["text"], "lang": "en", "k": 5, "config": cfg.retrieval},
+                               headers=headers).get_json()
+        assert answers(looked.to_dict()) == answers(api_says)
     # the post job reranks by default now: what webhooks and the desk get is the best ranking
     item = paths.review.item(TENANT, paths.review.queue(TENANT)["items"][0]["post_id"])
     assert item["versions"]["reranker"] and item["versions"]["retrieval_config"] == "hybrid-rerank"
