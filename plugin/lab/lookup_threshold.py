@@ -185,7 +185,7 @@ def measure(services: Any, *, clef: Path, averitec: Path, retrieval: str = "fact
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings)
     index_s = time.perf_counter() - t0
     cfg = services.config(retrieval)
-    # the lookup's own matcher (``Services.verifier``): it holds a reranker if the configuration has one
+    # the lookup's own matcher (``Verification.verifier``'s lookup): it holds a reranker if the configuration has one
     reranker = services.matcher(retrieval, rerank=True).reranker
     matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker,
                                explained=True)  # as the lookup's own matcher: it reads the kNN score
