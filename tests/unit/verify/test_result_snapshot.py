@@ -68,7 +68,7 @@ def _results() -> dict[str, str]:
         "lookup-skipped": lambda: Verifier(lookup=no_index, clock=clock).verify(
             VerifyRequest(claim="c"), verification_config("lookup")),
     }
-    return {name: json.dumps(run(), ensure_ascii=False) for name, run in runs.items()}
+    return {name: json.dumps(run().to_dict(), ensure_ascii=False) for name, run in runs.items()}
 
 
 def test_verification_results_are_byte_compatible():
