@@ -1,6 +1,7 @@
 """How a verification result's statements cite its evidence, for every strategy (the LLM's
-statements, the cited strategy's quotes): the one place a statement's sources are checked, the
-justification is written and the cited evidence items are listed."""
+statements, the cited strategy's quotes): the one place a statement's sources are checked and
+the cited evidence items are listed (the result writes its justification from the statements:
+``plugin.verify.result.justification``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -20,10 +21,6 @@ def cited_statements(statements: Sequence[Any], n_evidence: int) -> tuple[list[S
         else:
             dropped += 1
     return kept, dropped
-
-
-def justification(statements: Sequence[Statement]) -> str:
-    return " ".join(f"{s.text} [{', '.join(str(n) for n in s.sources)}]" for s in statements)
 
 
 def citations(pairs: Sequence[Mapping[str, Any]], statements: Sequence[Statement]) -> tuple[EvidenceCitation, ...]:

@@ -15,7 +15,7 @@ result shows them as given.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, ClassVar
@@ -90,6 +90,11 @@ class FactCheckCitation:
 Citation = EvidenceCitation | FactCheckCitation
 
 
+def justification(statements: Sequence[Statement]) -> str:
+    """The statements written out, each followed by its sources: ``text [1, 2] text [3]``."""
+    return " ".join(f"{s.text} [{', '.join(str(n) for n in s.sources)}]" for s in statements)
+
+
 @dataclass(frozen=True)
 class ClosestMatch:
     """The best fact-check the lookup found when it did not clear the threshold, and how close
@@ -147,8 +152,6 @@ class Outcome:
 
     @property
     def justification(self) -> str:
-        from plugin.verify.citing import justification
-
         return justification(self.statements)
 
     def to_dict(self) -> dict[str, Any]:

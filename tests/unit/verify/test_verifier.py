@@ -11,7 +11,8 @@ from plugin.errors import BadInput, LLMNotConfigured
 from plugin.verify import prompts, steps
 from plugin.verify.config import Strategy, load_configs, verification_config
 from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
-from plugin.verify.citing import cited_statements, citations, justification
+from plugin.verify.citing import cited_statements, citations
+from plugin.verify.result import justification
 from plugin.verify.verifier import Verifier, VerifyRequest
 from plugin.search.result import Match
 
