@@ -64,7 +64,7 @@ def test_services_give_the_cited_strategy_the_verdict_model_and_evidence_but_no_
     cfg = verification_config("cited")
     v = api_services.verification.verifier(cfg, "default")
     assert v.llm is None and v.head is not None and v.evidence.max_per_url == cfg.per_url
-    assert v.matcher is not None  # the previously-fact-checked lookup runs first
+    assert v.lookup is not None  # the previously-fact-checked lookup runs first
 
 
 def test_evidence_vectors_are_the_stored_embeddings(api_services, cited_alias):
