@@ -27,7 +27,7 @@ def cmd_verify(args: argparse.Namespace, services: Services) -> int:
         if args.verbose_progress:
             print(f"  … {stage}" + (f" (turn {turn})" if turn else ""), file=sys.stderr)
 
-    out = services.verification.verifier(cfg, DEFAULT_TENANT).verify(req, cfg, progress=progress)
+    out = services.verification.verifier(cfg, DEFAULT_TENANT).verify(req, cfg, progress=progress).to_dict()
     if args.json:
         dump(out)
     else:
@@ -66,7 +66,7 @@ def demo_verification(services: Services, samples: Path, config: str | None = No
         print(f"\nverifying a sample claim with {cfg.name!r}{why} (its published label: {claim['label']}):")
         out = services.verification.verifier(cfg, DEFAULT_TENANT).verify(VerifyRequest(
             claim=claim["claim"], date=parse_date(claim.get("date")), claim_id=claim.get("id"),
-            exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg)
+            exclude_urls=tuple(claim.get("exclude_urls") or ())), cfg).to_dict()
         print_verification(out)
     print(f"\n{REAL_LLM_HINT}")
 

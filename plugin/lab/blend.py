@@ -160,11 +160,12 @@ def record_llm(verifier: Any, cfg: Any, claims: Sequence[Mapping[str, Any]], out
                 row.update(llm_scores=None, verdict_llm=None, verdict=None, verdict_source="error",
                            error=f"{exc.title}: {str(exc)[:200]}")
             else:
-                llm_said = res.get("verdict_source") == "llm"
-                row.update(llm_scores=res["label_scores"] if llm_said else None,
-                           verdict_llm=res["verdict"] if llm_said else None, verdict=res["verdict"],
-                           verdict_source=res.get("verdict_source"),
-                           fallback_reason=res.get("fallback_reason"), tokens=res["tokens"])
+                found = res.outcome
+                llm_said = found.verdict_source == "llm"
+                row.update(llm_scores=dict(found.label_scores) if llm_said else None,
+                           verdict_llm=found.verdict if llm_said else None, verdict=found.verdict,
+                           verdict_source=found.verdict_source,
+                           fallback_reason=found.fallback_reason, tokens=res.tokens.to_dict())
             row["seconds"] = round(time.perf_counter() - t0, 2)
             seconds.append(row["seconds"])
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

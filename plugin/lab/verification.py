@@ -27,6 +27,7 @@ from plugin.lab.evaluate.metrics import percentile
 from plugin.models import Verdict
 from plugin.verify.averitec import gold_answer_documents, gold_qa_pairs
 from plugin.verify.config import Strategy, VerificationConfig
+from plugin.verify.result import VerificationResult
 from plugin.verify.scoring import score_predictions
 from plugin.verify.verifier import Verifier, VerifyRequest
 from plugin.service.keys import DEFAULT_TENANT
@@ -66,12 +67,12 @@ def request_for(claim: dict[str, Any], evidence: str) -> VerifyRequest:
                          gold_qa=tuple(gold_qa_pairs(claim)) if evidence == "gold" else None)
 
 
-def prediction(claim_id: str, out: dict[str, Any] | None) -> dict[str, Any]:
+def prediction(claim_id: str, out: VerificationResult | None) -> dict[str, Any]:
     if out is None:
         return {"id": claim_id, "pred_label": ABSTAIN, "evidence": []}
-    return {"id": claim_id, "pred_label": out["verdict"],
+    return {"id": claim_id, "pred_label": out.outcome.verdict,
             "evidence": [{"question": p["question"], "answer": p["answer"], "url": p.get("source_url")}
-                         for p in out["qa_pairs"]]}
+                         for p in out.outcome.qa_pairs]}
 
 
 def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dict[str, Any]],
@@ -85,6 +86,7 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
         if on_claim:
             on_claim(cfg.name, i)
         t0 = time.perf_counter()
+        out: VerificationResult | None
         try:
             out = verifier.verify(request_for(claim, evidence), cfg)
         except FactSieveError as exc:
@@ -94,13 +96,14 @@ def run_config(verifier: Verifier, cfg: VerificationConfig, claims: Sequence[dic
         seconds.append(time.perf_counter() - t0)
         preds.append(prediction(claim["id"], out))
         if out is not None:
-            tokens.append(out["tokens"]["prompt"] + out["tokens"]["completion"])
-            stops[out["stopped_because"]] = stops.get(out["stopped_because"], 0) + 1
-            stages[out["stage"]] = stages.get(out["stage"], 0) + 1
+            found = out.outcome
+            tokens.append(out.tokens.prompt + out.tokens.completion)
+            stops[found.stopped_because] = stops.get(found.stopped_because, 0) + 1
+            stages[found.stage] = stages.get(found.stage, 0) + 1
             # how often the LLM's output was invalid: a fallback is ``head`` or ``none`` with a reason
-            source = out.get("verdict_source", "?") + (" (fallback)" if out.get("fallback_reason") else "")
+            source = found.verdict_source + (" (fallback)" if found.fallback_reason else "")
             sources[source] = sources.get(source, 0) + 1
-            for step, ms in out["timings_ms"].items():
+            for step, ms in out.timings_ms.items():
                 stage_ms[step] = stage_ms.get(step, 0.0) + ms
     done = max(len(tokens), 1)
     cost = {"seconds_per_claim": {"p50": round(percentile(seconds, 0.5), 2),

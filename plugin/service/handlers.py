@@ -45,16 +45,15 @@ def run_verify(services: Services, job: dict[str, Any],
     cfg = services.verification.config(inp.get("config"))
     result = services.verification.verifier(cfg, job.get("tenant", DEFAULT_TENANT)).verify(
         verify_request(inp), cfg, progress=lambda stage, turn: services.jobs.progress(job["id"], stage, turn))
+    payload = result.to_dict()  # the webhook's data; the job's result adds the deliveries
     lang = inp.get("lang") or detect_language(inp["claim"])
-    result["deliveries"] = []
+    deliveries = []
     for sub in services.webhooks.all(job.get("tenant", DEFAULT_TENANT)):
         if wants(sub, Event.CLAIM_VERIFIED, lang, None):
-            did = services.webhooks.plan(sub, Event.CLAIM_VERIFIED, {k: v for k, v in result.items()
-                                                                      if k != "deliveries"},
-                                         dedupe_key=job["id"])
+            did = services.webhooks.plan(sub, Event.CLAIM_VERIFIED, payload, dedupe_key=job["id"])
             enqueue_delivery(did)
-            result["deliveries"].append({"subscription_id": sub["id"], "delivery_id": did})
-    return result
+            deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
+    return {**payload, "deliveries": deliveries}
 
 
 def run_rerank(services: Services, job: dict[str, Any]) -> dict[str, Any]:

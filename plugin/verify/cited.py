@@ -26,7 +26,8 @@ import numpy as np
 
 from plugin.evidence.urls import url_key
 from plugin.models import MAX_TEXT_CHARS, Verdict
-from plugin.verify.citing import citations, justification
+from plugin.verify.citing import citations
+from plugin.verify.result import Outcome, Statement
 from plugin.verify.scoring import LABELS
 
 SUPPORTED, REFUTED = Verdict.SUPPORTED.value, Verdict.REFUTED.value
@@ -175,15 +176,15 @@ def passage_pair(claim: str, p: Mapping[str, Any], side: str, strength: float) -
             "stance_strength": strength}
 
 
-def side_statement(n: int, p: Mapping[str, Any], side: str, claim: str) -> dict[str, Any]:
+def side_statement(n: int, p: Mapping[str, Any], side: str, claim: str) -> Statement:
     """``<source> (<date>) <side> the claim: “<its most relevant sentence>”``, citing passage ``n``."""
     when = f" ({p['published_at']})" if p.get("published_at") else ""
     quote = best_sentence(claim, p.get("text") or "")
-    return {"text": f"{source_name(p)}{when} {side} the claim: \u201c{quote}\u201d", "sources": [n]}
+    return Statement(text=f"{source_name(p)}{when} {side} the claim: \u201c{quote}\u201d", sources=(n,))
 
 
 def statements_for(claim: str, passages: Sequence[Mapping[str, Any]],
-                   stances: Sequence[tuple[str, float]]) -> list[dict[str, Any]]:
+                   stances: Sequence[tuple[str, float]]) -> list[Statement]:
     """The strongest supporting and the strongest refuting passages (at most
     :data:`MAX_PER_SIDE` each; the side with the stronger leader first), one statement each
     citing its passage number (1-based); one statement citing every passage when none takes a
@@ -197,37 +198,37 @@ def statements_for(claim: str, passages: Sequence[Mapping[str, Any]],
     if out:
         return out
     n = len(passages)
-    return [{"text": f"None of the {n} passage{'s' if n > 1 else ''} found supports or refutes the "
-                     "claim: for each, the verdict model's Supported and Refuted probabilities are "
-                     f"within {STANCE_MARGIN} of each other.", "sources": list(range(1, n + 1))}]
+    return [Statement(text=f"None of the {n} passage{'s' if n > 1 else ''} found supports or refutes the "
+                           "claim: for each, the verdict model's Supported and Refuted probabilities are "
+                           f"within {STANCE_MARGIN} of each other.", sources=tuple(range(1, n + 1)))]
 
 
 def cited_result(claim: str, passages: Sequence[Mapping[str, Any]], stances: Sequence[tuple[str, float]],
-                 verdict_scores: Mapping[str, float] | None) -> dict[str, Any]:
+                 verdict_scores: Mapping[str, float] | None) -> Outcome:
     """The strategy's part of a verification result (the shape of the LLM strategies': verdict,
     label scores, cited statements, justification, evidence, citations), from the passages
     kept, their stances and the verdict model's scores over all of them. Without passages the
     verdict is Not Enough Evidence from nothing (``verdict_source`` ``none``), never the
     model's reading of the claim alone."""
 
-    pairs = [passage_pair(claim, p, s, w) for p, (s, w) in zip(passages, stances)]
-    statements = statements_for(claim, passages, stances)
-    out: dict[str, Any] = {"justification": justification(statements), "statements": statements,
-                           "qa_pairs": pairs, "citations": citations(pairs, statements),
-                           "evidence_form": "passages", "stage": "cited", "stopped_because": "passages"}
+    pairs = tuple(passage_pair(claim, p, s, w) for p, (s, w) in zip(passages, stances))
+    statements = tuple(statements_for(claim, passages, stances))
     if not passages or not verdict_scores:
-        return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, **out,
-                "verdict_source": "none",
-                "note": "no evidence passage dated before the claim was found"}
-    scores = {k: float(verdict_scores.get(k, 0.0)) for k in LABELS}
-    return {"verdict": max(LABELS, key=lambda k: scores[k]), "label_scores": scores, **out,
-            "verdict_source": "head"}
+        scores: dict[str, float] = {}
+        verdict, source = Verdict.NOT_ENOUGH_EVIDENCE.value, "none"
+        note: str | None = "no evidence passage dated before the claim was found"
+    else:
+        scores = {k: float(verdict_scores.get(k, 0.0)) for k in LABELS}
+        verdict, source, note = max(LABELS, key=lambda k: scores[k]), "head", None
+    return Outcome(verdict=verdict, label_scores=scores, statements=statements, qa_pairs=pairs,
+                   citations=citations(pairs, statements), stage="cited", stopped_because="passages",
+                   verdict_source=source, evidence_form="passages", note=note)
 
 
 # ------------------------------------------------------------------------------- composition
 
 def verify_cited(req: Any, cfg: Any, *, evidence: Any, head: Any,
-                 timed: Callable[[str, Callable[[], Any]], Any]) -> dict[str, Any]:
+                 timed: Callable[[str, Callable[[], Any]], Any]) -> Outcome:
     """Retrieve ``cfg.candidates`` passages for the claim (before its date, never an excluded
     page, with their stored vectors), keep ``cfg.passages`` (:func:`select`), and score them
     with the verdict model in ONE ``batch_scores`` call: all kept passages together (the

@@ -8,6 +8,7 @@ from typing import Any
 from plugin.models import Verdict, normalise_rating
 from plugin.verify import steps
 from plugin.verify.config import VerificationConfig
+from plugin.verify.result import ClosestMatch, FactCheckCitation, FactCheckRef, Outcome, Statement
 
 
 def looks_up(cfg: VerificationConfig) -> bool:
@@ -35,25 +36,23 @@ def similarity(match: dict[str, Any]) -> float | None:
     return max(dense) if dense else None
 
 
-def fact_check_found(best: dict[str, Any]) -> dict[str, Any] | None:
+def fact_check_found(best: dict[str, Any]) -> Outcome | None:
     """The result of a claim a published fact-check answers (``best``, cleared), or ``None`` when
     its rating normalises to no verdict."""
     rating = best.get("verdict") or normalise_rating(best.get("rating"))
     verdict = rating.value if isinstance(rating, Verdict) else rating
     if not verdict:
         return None
-    citation = {k: best.get(k) for k in ("id", "url", "title", "claim", "publisher",
-                                         "published_at", "lang", "score", "rating")}
+    ref = FactCheckRef.of(best)
     statement = (f"A fact-check published by {best.get('publisher') or best.get('domain') or 'a fact-checker'} "
                  f"rated the claim \u201c{best.get('claim')}\u201d as {best.get('rating') or verdict}.")
-    return {"verdict": verdict, "label_scores": {label: float(label == verdict) for label in steps.LABELS},
-            "justification": f"{statement} [1]", "statements": [{"text": statement, "sources": [1]}],
-            "qa_pairs": [], "citations": [{"n": 1, "kind": "fact-check", **citation}],
-            "stage": "previously-fact-checked", "stopped_because": "fact-check-found",
-            "verdict_source": "fact-check", "match": citation}
+    return Outcome(verdict=verdict, label_scores={label: float(label == verdict) for label in steps.LABELS},
+                   statements=(Statement(text=statement, sources=(1,)),), qa_pairs=(),
+                   citations=(FactCheckCitation(n=1, fact_check=ref),), stage="previously-fact-checked",
+                   stopped_because="fact-check-found", verdict_source="fact-check", match=ref)
 
 
-def no_fact_check(best: dict[str, Any] | None, cfg: VerificationConfig) -> dict[str, Any]:
+def no_fact_check(best: dict[str, Any] | None, cfg: VerificationConfig) -> Outcome:
     """The result of a lookup-only configuration when no fact-check clears its threshold:
     Not Enough Evidence, and why (``best``: the closest match, if any)."""
     if best is None:
@@ -64,8 +63,8 @@ def no_fact_check(best: dict[str, Any] | None, cfg: VerificationConfig) -> dict[
     else:
         why = (f"the best-matching fact-check's similarity is {similarity(best) or 0.0:.4f}, under "
                f"the threshold {cfg.lookup_min_score}")
-    return {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {}, "justification": "",
-            "statements": [], "qa_pairs": [], "citations": [], "stage": "lookup",
-            "stopped_because": "no-fact-check", "verdict_source": "none", "note": why,
-            "match": {**{k: best.get(k) for k in ("id", "url", "claim", "score", "confidence")},
-                      "similarity": similarity(best)} if best else None}
+    closest = ClosestMatch(id=best.get("id"), url=best.get("url"), claim=best.get("claim"), score=best.get("score"),
+                           confidence=best.get("confidence"), similarity=similarity(best)) if best else None
+    return Outcome(verdict=Verdict.NOT_ENOUGH_EVIDENCE.value, label_scores={}, statements=(), qa_pairs=(),
+                   citations=(), stage="lookup", stopped_because="no-fact-check", verdict_source="none",
+                   note=why, match=closest)

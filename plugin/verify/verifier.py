@@ -2,8 +2,10 @@
 
 ``Verifier.verify`` runs one named configuration (``config.py``) for one claim and returns the
 result every channel shares (job result, ``factsieve verify --json``, the ``claim.verified``
-webhook): verdict, label ratings, question–answer evidence with sources, a justification whose
-statements cite those pairs, why it stopped, and where the time and tokens went.
+webhook), typed (``result.VerificationResult``; its ``to_dict()`` is the JSON, at those edges):
+verdict, label ratings, question–answer evidence with sources, a justification whose
+statements cite those pairs, why it stopped, and where the time and tokens went. Each strategy
+builds its ``result.Outcome``; ``verify`` builds the result from it, in one place.
 
 Its parts are handed in — the match path for the lookup, an evidence searcher, the LLM client, the
 few-shot pool, optionally the verdict head — so the flow is testable with any of them and the
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,10 +32,11 @@ from plugin.evidence.retrieve import EvidenceQuery
 from plugin.models import MAX_TEXT_CHARS, Verdict
 from plugin.verify import prompts, steps
 from plugin.verify.blend import blended
-from plugin.verify.citing import cited_statements, citations, justification
+from plugin.verify.citing import cited_statements, citations
 from plugin.verify.config import Strategy, VerificationConfig
 from plugin.verify.fewshot import FewShotPool
 from plugin.verify.lookup import clears, fact_check_found, looks_up, no_fact_check  # noqa: F401 (looks_up: re-exported)
+from plugin.verify.result import Blend, Outcome, Tokens, VerificationResult
 from plugin.verify.scoring import NO_ANSWER
 
 if TYPE_CHECKING:
@@ -168,13 +171,11 @@ class Verifier:
 
     # -- the entry point ------------------------------------------------------------------------
     def verify(self, req: VerifyRequest, cfg: VerificationConfig,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None) -> VerificationResult:
         req = req.validated()
         budget = req.budget_s or cfg.budget_s
         start = self.clock()
         run = _Run(deadline=start + budget, clock=self.clock, progress=progress or (lambda s, t: None))
-        out: dict[str, Any] = {"claim": req.claim, "date": req.date.isoformat() if req.date else None,
-                               "config": cfg.name, "strategy": cfg.strategy.value}
         if req.gold_qa is not None:
             found = self._conclude(req, cfg, list(req.gold_qa), run, stage="gold-evidence",
                                    stopped="gold-evidence")
@@ -184,18 +185,16 @@ class Verifier:
                 found = {Strategy.LOOKUP: self._no_lookup_match, Strategy.QA_LOOP: self._qa_loop,
                          Strategy.SINGLE_CALL: self._single_call,
                          Strategy.HEAD: self._head_only, Strategy.CITED: self._cited}[cfg.strategy](req, cfg, run)
-        out.update(found)
-        out["timings_ms"] = {k: round(v, 1) for k, v in run.timings.items()}
-        out["timings_ms"]["total"] = round((self.clock() - start) * 1e3, 1)
-        out["tokens"] = dict(run.tokens, calls=run.calls)
-        out["budget_s"] = budget
-        out["prompt_versions"] = prompts.versions()
-        if run.notes:
-            out["notes"] = run.notes
-        return out
+        timings = {k: round(v, 1) for k, v in run.timings.items()}
+        timings["total"] = round((self.clock() - start) * 1e3, 1)
+        return VerificationResult(
+            claim=req.claim, date=req.date, config=cfg.name, strategy=cfg.strategy.value, outcome=found,
+            timings_ms=timings, tokens=Tokens(prompt=run.tokens["prompt"], completion=run.tokens["completion"],
+                                              calls=run.calls),
+            budget_s=budget, prompt_versions=prompts.versions(), notes=tuple(run.notes))
 
     # -- lookup: previously fact-checked --------------------------------------------------------
-    def _lookup(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any] | None:
+    def _lookup(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome | None:
         if not looks_up(cfg) or self.lookup is None:
             return None
         from plugin.search.request import MatchRequest
@@ -213,11 +212,11 @@ class Verifier:
             return None
         return fact_check_found(best)
 
-    def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+    def _no_lookup_match(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome:
         return no_fact_check(run.lookup, cfg)
 
     # -- qa-loop ----------------------------------------------------------------------------------
-    def _qa_loop(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+    def _qa_loop(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome:
         self._need_llm_and_evidence()
         examples = self._examples(req, cfg)
         pairs: list[dict[str, Any]] = []
@@ -279,7 +278,7 @@ class Verifier:
                 "passage_id": src.get("id")}
 
     # -- single-call ------------------------------------------------------------------------------
-    def _single_call(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+    def _single_call(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome:
         self._need_llm_and_evidence()
         examples = self._examples(req, cfg)
         passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
@@ -307,7 +306,7 @@ class Verifier:
     # -- the verdict --------------------------------------------------------------------------------
     def _conclude(self, req: VerifyRequest, cfg: VerificationConfig, pairs: list[dict[str, Any]],
                   run: _Run, *, stage: str, stopped: str,
-                  examples: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  examples: list[dict[str, Any]] | None = None) -> Outcome:
         if cfg.strategy is Strategy.HEAD:
             return self._head_verdict(req, pairs, run, stage=stage, stopped=stopped)
         self._need_llm()
@@ -325,28 +324,27 @@ class Verifier:
         else:
             result = self._finish(out, pairs, req, cfg, stage=stage, stopped=stopped)
         if run.summary:
-            result["evidence_summary"] = run.summary
+            result = replace(result, evidence_summary=run.summary)
         return result
 
     def _finish(self, out: Any, pairs: list[dict[str, Any]], req: VerifyRequest,
-                cfg: VerificationConfig, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
+                cfg: VerificationConfig, *, stage: str, stopped: str, retrieved: int | None = None) -> Outcome:
         llm_scores = out.label_scores.by_label()
-        scores, verdict, source = llm_scores, out.verdict.value, "llm"
+        scores, verdict, source, blend = llm_scores, out.verdict.value, "llm", None
         w = self.head_weight if cfg.head_weight is None else cfg.head_weight
         if self.head is not None and w > 0:
             head = self.head.label_scores(req.claim, pairs, req.date.isoformat() if req.date else None)
             scores = blended(llm_scores, head, w)
             verdict, source = max(steps.LABELS, key=lambda k: scores[k]), "llm+head"
-            extra.update(label_scores_llm=llm_scores, label_scores_head=head, head_weight=w)
+            blend = Blend(llm=llm_scores, head=head, weight=w)
         statements, dropped = cited_statements(out.statements, len(pairs))
-        return {"verdict": verdict, "label_scores": scores,
-                "justification": justification(statements), "statements": statements,
-                "qa_pairs": pairs, "citations": citations(pairs, statements), "stage": stage,
-                "stopped_because": stopped, "verdict_source": source,
-                "uncited_statements_dropped": dropped, **extra}
+        return Outcome(verdict=verdict, label_scores=scores, statements=tuple(statements), qa_pairs=tuple(pairs),
+                       citations=citations(pairs, statements), stage=stage, stopped_because=stopped,
+                       verdict_source=source, uncited_statements_dropped=dropped, retrieved=retrieved,
+                       blend=blend)
 
     def _fallback(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run,
-                  exc: LLMOutputInvalid, *, stage: str, stopped: str, **extra: Any) -> dict[str, Any]:
+                  exc: LLMOutputInvalid, *, stage: str, stopped: str, retrieved: int | None = None) -> Outcome:
         """The verdict after the LLM's verdict step gave invalid output twice (malformed, or
         ratings that do not support its verdict): the verdict head's, or Not Enough Evidence
         when there is no head. Never the LLM's unsupported label."""
@@ -355,27 +353,26 @@ class Verifier:
             out = self._head_verdict(req, pairs, run, stage=stage, stopped=stopped)
         else:
             reason += "; no verdict head to fall back on (run `factsieve train-verdict`)"
-            out = {"verdict": Verdict.NOT_ENOUGH_EVIDENCE.value, "label_scores": {},
-                   "justification": "", "statements": [], "qa_pairs": pairs,
-                   "citations": citations(pairs, []), "stage": stage, "stopped_because": stopped,
-                   "verdict_source": "none"}
-        return {**out, "fallback_reason": reason, **extra}
+            out = Outcome(verdict=Verdict.NOT_ENOUGH_EVIDENCE.value, label_scores={}, statements=(),
+                          qa_pairs=tuple(pairs), citations=citations(pairs, ()), stage=stage,
+                          stopped_because=stopped, verdict_source="none")
+        return replace(out, fallback_reason=reason, retrieved=retrieved)
 
     # -- no LLM: the verdict head -------------------------------------------------------------------
-    def _head_only(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+    def _head_only(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome:
         if self.evidence is None:
             raise BadInput("the head configuration needs an evidence index to read passages from")
         passages = run.timed("retrieve", lambda: self._search(req.claim, req, cfg.passages))
         return self._head_verdict(req, passage_pairs(req, passages), run, stage="head",
                                   stopped="passages")
 
-    def _cited(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> dict[str, Any]:
+    def _cited(self, req: VerifyRequest, cfg: VerificationConfig, run: _Run) -> Outcome:
         from plugin.verify.cited import verify_cited  # passages, stances, cited justification
 
         return verify_cited(req, cfg, evidence=self.evidence, head=self.head, timed=run.timed)
 
     def _head_verdict(self, req: VerifyRequest, pairs: list[dict[str, Any]], run: _Run, *,
-                      stage: str, stopped: str) -> dict[str, Any]:
+                      stage: str, stopped: str) -> Outcome:
         if self.head is None:
             from plugin.errors import ModelUnavailable
 
@@ -384,9 +381,9 @@ class Verifier:
         scores = run.timed("head", lambda: self.head.label_scores(
             req.claim, pairs, req.date.isoformat() if req.date else None))
         verdict = max(steps.LABELS, key=lambda k: scores.get(k, 0.0))
-        return {"verdict": verdict, "label_scores": scores, "justification": "", "statements": [],
-                "qa_pairs": pairs, "citations": citations(pairs, []), "stage": stage,
-                "stopped_because": stopped, "verdict_source": "head"}
+        return Outcome(verdict=verdict, label_scores=scores, statements=(), qa_pairs=tuple(pairs),
+                       citations=citations(pairs, ()), stage=stage, stopped_because=stopped,
+                       verdict_source="head")
 
     # -- helpers --------------------------------------------------------------------------------------
     def _examples(self, req: VerifyRequest, cfg: VerificationConfig) -> list[dict[str, Any]]:

@@ -67,7 +67,7 @@ def config(name: str, **changes):
 
 
 def verify(api_services, req: VerifyRequest, cfg):
-    return api_services.verification.verifier(cfg, "default").verify(req, cfg)
+    return api_services.verification.verifier(cfg, "default").verify(req, cfg).to_dict()
 
 
 def check_shape(out: dict, cfg_name: str) -> None:

@@ -64,7 +64,7 @@ def test_services_give_the_cited_strategy_the_verdict_model_and_evidence_but_no_
     cfg = verification_config("cited")
     v = api_services.verification.verifier(cfg, "default")
     assert v.llm is None and v.head is not None and v.evidence.max_per_url == cfg.per_url
-    assert v.matcher is not None  # the previously-fact-checked lookup runs first
+    assert v.lookup is not None  # the previously-fact-checked lookup runs first
 
 
 def test_evidence_vectors_are_the_stored_embeddings(api_services, cited_alias):
@@ -92,9 +92,9 @@ def test_evidence_vectors_are_the_stored_embeddings(api_services, cited_alias):
 def test_cited_answer_cites_only_passages_it_shows_from_before_the_claim(api_services, cited_alias, mmr_lambda):
     cfg = no_lookup("cited", mmr_lambda=mmr_lambda, passages=3, candidates=10)
     req = VerifyRequest(claim=CLAIM, date=CLAIM_DAY, exclude_urls=(OWN_FACT_CHECK,))
-    out = verifier_on(api_services, cited_alias, cfg).verify(req, cfg)
+    out = verifier_on(api_services, cited_alias, cfg).verify(req, cfg).to_dict()
     head_cfg = verification_config("head").model_copy(update={"passages": 3})
-    head = verifier_on(api_services, cited_alias, head_cfg).verify(req, head_cfg)
+    head = verifier_on(api_services, cited_alias, head_cfg).verify(req, head_cfg).to_dict()
 
     assert set(head) | {"evidence_form", "statements"} <= set(out)  # the head's shape, and more
     assert out["evidence_form"] == "passages" and out["stage"] == "cited"

@@ -3,6 +3,7 @@ from datetime import date
 
 from plugin.lab.verification import ABSTAIN, prediction, request_for, table
 from plugin.verify.averitec import gold_answer_documents, gold_qa_pairs
+from plugin.verify.result import Outcome, Tokens, VerificationResult
 
 CLAIM = {"id": "dev-1", "claim": "C", "date": "2020-10-02", "lang": "en", "label": "Refuted",
          "fact_checking_article": "https://fc.example/1",
@@ -11,6 +12,15 @@ CLAIM = {"id": "dev-1", "claim": "C", "date": "2020-10-02", "lang": "en", "label
               "source_url": "https://a.example/1"},
              {"answer": "Two", "answer_type": "Extractive", "source_url": "Metadata"}]},
              {"question": "Q2", "answers": []}]}
+
+
+def result(**outcome):
+    """A verification result with ``outcome``'s fields over a gold-evidence Refuted."""
+    found = {"verdict": "Refuted", "label_scores": {}, "statements": (), "qa_pairs": (), "citations": (),
+             "stage": "gold-evidence", "stopped_because": "gold-evidence", "verdict_source": "llm", **outcome}
+    return VerificationResult(claim="C", date=None, config="qa-loop", strategy="qa-loop", outcome=Outcome(**found),
+                              timings_ms={"total": 1.0}, tokens=Tokens(prompt=1, completion=1), budget_s=60.0,
+                              prompt_versions={})
 
 
 def test_requests_exclude_the_fact_check_and_carry_gold_only_when_asked():
@@ -23,7 +33,7 @@ def test_requests_exclude_the_fact_check_and_carry_gold_only_when_asked():
 
 def test_a_failed_claim_is_an_abstention_with_no_evidence():
     assert prediction("dev-1", None) == {"id": "dev-1", "pred_label": ABSTAIN, "evidence": []}
-    out = {"verdict": "Supported", "qa_pairs": [{"question": "q", "answer": "a", "source_url": "u"}]}
+    out = result(verdict="Supported", qa_pairs=({"question": "q", "answer": "a", "source_url": "u"},))
     assert prediction("dev-1", out)["evidence"] == [{"question": "q", "answer": "a", "url": "u"}]
 
 
@@ -59,9 +69,7 @@ def test_run_config_counts_verdict_sources_and_fallbacks():
 
     class Fake:
         def verify(self, req, cfg):
-            return {"verdict": "Refuted", "qa_pairs": [], "tokens": {"prompt": 1, "completion": 1},
-                    "stopped_because": "gold-evidence", "stage": "gold-evidence",
-                    "timings_ms": {"total": 1.0}, **next(outs)}
+            return result(**next(outs))
 
     _, cost = run_config(Fake(), verification_config("qa-loop"), [CLAIM, CLAIM, CLAIM], "gold")
     assert cost["verdict_sources"] == {"llm": 1, "head (fallback)": 1, "none (fallback)": 1}

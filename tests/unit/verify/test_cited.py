@@ -134,7 +134,7 @@ def cited_numbers(out):
     ([("neither", 0.0)] * 5, [(None, [1, 2, 3, 4, 5])]),
 ])
 def test_cited_result_statements_cite_real_passages(stances, expected):
-    out = cited_result(CLAIM, PASSAGES, stances, VERDICT)
+    out = cited_result(CLAIM, PASSAGES, stances, VERDICT).to_dict()
     got = [(next((s for s in ("supports", "refutes") if f" {s} the claim: \u201c" in st["text"]), None), st["sources"])
            for st in out["statements"]]
     assert got == expected
@@ -147,16 +147,16 @@ def test_cited_result_statements_cite_real_passages(stances, expected):
 
 def test_cited_statement_names_the_source_its_date_and_quotes_the_best_sentence():
     stances = [("refutes", 0.6)] + [("neither", 0.0)] * 4
-    out = cited_result(CLAIM, PASSAGES, stances, VERDICT)
+    out = cited_result(CLAIM, PASSAGES, stances, VERDICT).to_dict()
     assert out["statements"] == [{"text": "who.example.org (2020-04-02) refutes the claim: "
                                           "\u201c5G masts do not spread the coronavirus.\u201d", "sources": [1]}]
     assert out["justification"] == out["statements"][0]["text"] + " [1]"
-    undated = cited_result(CLAIM, PASSAGES[1:2], [("supports", 0.3)], VERDICT)
+    undated = cited_result(CLAIM, PASSAGES[1:2], [("supports", 0.3)], VERDICT).to_dict()
     assert undated["statements"][0]["text"].startswith("blog.example.com supports the claim: \u201c")
 
 
 def test_no_side_is_one_honest_statement_citing_every_passage():
-    out = cited_result(CLAIM, PASSAGES[:3], [("neither", 0.0)] * 3, VERDICT)
+    out = cited_result(CLAIM, PASSAGES[:3], [("neither", 0.0)] * 3, VERDICT).to_dict()
     assert len(out["statements"]) == 1 and out["statements"][0]["sources"] == [1, 2, 3]
     assert out["statements"][0]["text"].startswith("None of the 3 passages found supports or refutes")
     assert out["justification"].endswith("[1, 2, 3]")
@@ -164,7 +164,7 @@ def test_no_side_is_one_honest_statement_citing_every_passage():
 
 def test_qa_pairs_are_the_passages_honestly_labelled():
     stances = [("refutes", 0.6), ("supports", 0.3), ("neither", 0.0), ("refutes", 0.5), ("refutes", 0.2)]
-    out = cited_result(CLAIM, PASSAGES, stances, VERDICT)
+    out = cited_result(CLAIM, PASSAGES, stances, VERDICT).to_dict()
     assert [p["passage_id"] for p in out["qa_pairs"]] == ["a", "b", "c", "d", "e"]
     for p, src, (side, strength) in zip(out["qa_pairs"], PASSAGES, stances):
         assert p == {"question": CLAIM, "answer": src["text"], "answer_kind": "passage",
@@ -174,7 +174,7 @@ def test_qa_pairs_are_the_passages_honestly_labelled():
 
 
 def test_no_passages_is_not_enough_evidence_never_a_reading_of_the_claim_alone():
-    out = cited_result(CLAIM, [], [], None)
+    out = cited_result(CLAIM, [], [], None).to_dict()
     assert out["verdict"] == "Not Enough Evidence" and out["verdict_source"] == "none"
     assert out["statements"] == [] and out["justification"] == "" and out["qa_pairs"] == []
     assert out["citations"] == [] and "no evidence passage" in out["note"]
@@ -218,7 +218,7 @@ def test_verify_cited_scores_everything_in_one_call_and_never_asks_an_llm():
     cfg = verification_config("cited").model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None,
                                                 "passages": 3, "mmr_lambda": None, "per_url": 2})
     req = VerifyRequest(claim=CLAIM, date=date(2020, 6, 1), exclude_urls=("https://news.example.com/a",))
-    out = Verifier(evidence=evidence, head=head).verify(req, cfg)
+    out = Verifier(evidence=evidence, head=head).verify(req, cfg).to_dict()
     (q,) = evidence.queries
     assert q.vectors and q.before == req.date and q.exclude_urls == req.exclude_urls and q.k == cfg.candidates
     (items, dates), = head.calls  # one call: all passages together, then each alone
@@ -231,7 +231,7 @@ def test_verify_cited_scores_everything_in_one_call_and_never_asks_an_llm():
     assert {"retrieve", "select", "head"} <= set(out["timings_ms"])
 
     mmr = cfg.model_copy(update={"mmr_lambda": 0.7})  # a's twin b gives way to c
-    out = Verifier(evidence=Evidence(flow_passages(), Q), head=BatchHead(alone)).verify(req, mmr)
+    out = Verifier(evidence=Evidence(flow_passages(), Q), head=BatchHead(alone)).verify(req, mmr).to_dict()
     assert [p["passage_id"] for p in out["qa_pairs"]] == ["a", "c", "e"]
 
 

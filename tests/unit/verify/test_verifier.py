@@ -11,7 +11,8 @@ from plugin.errors import BadInput, LLMNotConfigured
 from plugin.verify import prompts, steps
 from plugin.verify.config import Strategy, load_configs, verification_config
 from plugin.verify.fewshot import FewShotPool, bm25_scores, load_pool, tokens
-from plugin.verify.citing import cited_statements, citations, justification
+from plugin.verify.citing import cited_statements, citations
+from plugin.verify.result import justification
 from plugin.verify.verifier import Verifier, VerifyRequest
 from plugin.search.result import Match
 
@@ -96,12 +97,12 @@ def test_bm25_prefers_shared_rare_words_and_pool_excludes_the_claim_itself():
 def test_statements_keep_only_real_citations():
     st = [steps.Statement(text="Kept.", sources=[2, 1, 2, 5]), steps.Statement(text="Gone.", sources=[3])]
     kept, dropped = cited_statements(st, 2)
-    assert kept == [{"text": "Kept.", "sources": [1, 2]}] and dropped == 1
+    assert [st.to_dict() for st in kept] == [{"text": "Kept.", "sources": [1, 2]}] and dropped == 1
     assert justification(kept) == "Kept. [1, 2]"
     pairs = [{"question": "q1", "source_url": "u1", "passage_id": "p1"},
              {"question": "q2", "source_url": None, "passage_id": None}]
-    assert [c["n"] for c in citations(pairs, kept)] == [1, 2]
-    assert [c["n"] for c in citations(pairs, [])] == [1]  # nothing cited: the answered pairs
+    assert [c.n for c in citations(pairs, kept)] == [1, 2]
+    assert [c.n for c in citations(pairs, [])] == [1]  # nothing cited: the answered pairs
 
 
 def test_label_scores_are_clamped_not_refused():
@@ -124,7 +125,7 @@ def test_qa_loop_stops_once_decisive_and_cites_its_pairs():
     llm, ev = ScriptedLLM(answers()), Evidence(PASSAGES)
     out = Verifier(llm=llm, evidence=ev).verify(
         VerifyRequest(claim="The mayor passed a law", date=date(2020, 3, 1),
-                      exclude_urls=("https://b.example/2",)), cfg("qa-loop", fewshot=0))
+                      exclude_urls=("https://b.example/2",)), cfg("qa-loop", fewshot=0)).to_dict()
     assert out["stopped_because"] == "decisive" and len(out["qa_pairs"]) == 1
     assert llm.calls == ["NextQuestion", "HydePassage", "GroundedAnswer", "EvidenceSummary", "VerdictOut"]
     assert out["qa_pairs"][0] == {"question": "Question number 1?", "answer": "The mayor denied it.",
@@ -139,12 +140,12 @@ def test_qa_loop_stops_once_decisive_and_cites_its_pairs():
 def test_qa_loop_runs_out_of_turns_and_of_budget():
     llm = ScriptedLLM(answers(decisive=0.5))
     out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
-        VerifyRequest(claim="c"), cfg("qa-loop", max_turns=2, hyde=False, fewshot=0))
+        VerifyRequest(claim="c"), cfg("qa-loop", max_turns=2, hyde=False, fewshot=0)).to_dict()
     assert out["stopped_because"] == "max-turns" and len(out["qa_pairs"]) == 2
     clock = [0.0]
     llm = ScriptedLLM(answers(decisive=0.5), clock=clock, step=4.0)
     out = Verifier(llm=llm, evidence=Evidence(PASSAGES), clock=lambda: clock[0]).verify(
-        VerifyRequest(claim="c", budget_s=10), cfg("qa-loop", hyde=False, fewshot=0))
+        VerifyRequest(claim="c", budget_s=10), cfg("qa-loop", hyde=False, fewshot=0)).to_dict()
     assert out["stopped_because"] == "budget" and out["budget_s"] == 10 and len(out["qa_pairs"]) == 1
     assert out["verdict"] == "Refuted"  # the verdict step still runs on what was found
 
@@ -152,13 +153,13 @@ def test_qa_loop_runs_out_of_turns_and_of_budget():
 def test_qa_loop_never_repeats_a_question():
     llm = ScriptedLLM(answers(decisive=0.5, question={"question": "Same question?"}))
     out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
-        VerifyRequest(claim="c"), cfg("qa-loop", hyde=False, fewshot=0))
+        VerifyRequest(claim="c"), cfg("qa-loop", hyde=False, fewshot=0)).to_dict()
     assert out["stopped_because"] == "no-new-question" and len(out["qa_pairs"]) == 1
 
 
 def test_single_call_maps_sources_to_passages():
     out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES)).verify(
-        VerifyRequest(claim="c"), cfg("single-call", fewshot=0))
+        VerifyRequest(claim="c"), cfg("single-call", fewshot=0)).to_dict()
     assert out["stage"] == "single-call" and out["retrieved"] == 2
     assert out["qa_pairs"][0]["source_url"] == "https://b.example/2"
     assert out["qa_pairs"][1]["answer"] == "No answer could be found."  # source 7 does not exist
@@ -178,7 +179,7 @@ def test_single_call_asks_for_at_most_max_pairs_in_the_prompt_and_the_schema():
         steps.single_call_schema(11)
     llm = ScriptedLLM(answers())
     out = Verifier(llm=llm, evidence=Evidence(PASSAGES)).verify(
-        VerifyRequest(claim="c"), cfg("single-call", fewshot=0, max_pairs=1))
+        VerifyRequest(claim="c"), cfg("single-call", fewshot=0, max_pairs=1)).to_dict()
     assert llm.calls == ["SingleCallOut1"] and len(out["qa_pairs"]) == 1
     assert "at most 1 questions" in prompts.messages(
         "single_call", examples="", claim="c", date="d", max_pairs=1, passages="")[1]["content"]
@@ -187,7 +188,7 @@ def test_single_call_asks_for_at_most_max_pairs_in_the_prompt_and_the_schema():
 def test_gold_evidence_goes_straight_to_the_verdict():
     llm = ScriptedLLM(answers())
     gold = ({"question": "q", "answer": "a", "source_url": "u", "passage_id": None},)
-    out = Verifier(llm=llm).verify(VerifyRequest(claim="c", gold_qa=gold), cfg("qa-loop", fewshot=0))
+    out = Verifier(llm=llm).verify(VerifyRequest(claim="c", gold_qa=gold), cfg("qa-loop", fewshot=0)).to_dict()
     assert llm.calls == ["VerdictOut"] and out["stage"] == "gold-evidence" and out["qa_pairs"] == list(gold)
 
 
@@ -211,14 +212,14 @@ class Matcher:
 
 
 def test_lookup_answers_above_the_threshold_and_falls_through_below():
-    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup")).to_dict()
     assert out["stage"] == "previously-fact-checked" and out["verdict"] == "Refuted"
     assert out["citations"][0]["url"] == "https://fc.example/1" and out["justification"].endswith("[1]")
-    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup")).to_dict()
     assert out["stage"] == "lookup" and out["verdict"] == "Not Enough Evidence"
     assert "under the threshold" in out["note"]
     out = Verifier(lookup=Matcher(0.96).match).verify(
-        VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), verification_config("lookup"))
+        VerifyRequest(claim="c", exclude_urls=("https://fc.example/1",)), verification_config("lookup")).to_dict()
     assert out["stage"] == "lookup"  # the claim's own fact-check never answers it
 
 
@@ -226,16 +227,16 @@ def test_the_lookup_reads_the_calibrated_confidence_first():
     lookup = verification_config("lookup")
     assert lookup.lookup_min_confidence == 0.9
     # a sure match by confidence answers even though its kNN similarity is under lookup_min_score
-    out = Verifier(lookup=Matcher(0.90, confidence=0.93).match).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.90, confidence=0.93).match).verify(VerifyRequest(claim="c"), lookup).to_dict()
     assert out["stage"] == "previously-fact-checked"
-    out = Verifier(lookup=Matcher(0.99, confidence=0.5).match).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.99, confidence=0.5).match).verify(VerifyRequest(claim="c"), lookup).to_dict()
     assert out["stage"] == "lookup" and "confidence is 0.5000, under the threshold 0.9" in out["note"]
     assert out["match"]["confidence"] == 0.5
     # no confidence (a configuration without a confidence model): the similarity threshold
-    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), lookup)
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), lookup).to_dict()
     assert out["stage"] == "previously-fact-checked"
     off = lookup.model_copy(update={"lookup_min_score": None, "lookup_min_confidence": None})
-    assert Verifier(lookup=Matcher(0.99, 0.99).match).verify(VerifyRequest(claim="c"), off)["stage"] != \
+    assert Verifier(lookup=Matcher(0.99, 0.99).match).verify(VerifyRequest(claim="c"), off).to_dict()["stage"] != \
         "previously-fact-checked"
 
 
@@ -332,12 +333,12 @@ def test_all_zero_ratings_never_yield_a_verdict_on_their_own(name):
     conf = cfg(name, fewshot=0, hyde=False, max_turns=1)
     # with a head: the head's verdict, and the result says so and why
     head = Head()
-    out = Verifier(llm=InvalidLLM(zero_answers()), head=head, **run).verify(VerifyRequest(claim="c"), conf)
+    out = Verifier(llm=InvalidLLM(zero_answers()), head=head, **run).verify(VerifyRequest(claim="c"), conf).to_dict()
     assert out["verdict"] == "Refuted" and out["verdict_source"] == "head"
     assert out["label_scores"]["Refuted"] == 0.7 and "every label is rated 0" in out["fallback_reason"]
     assert head.seen and head.seen[0][1] == out["qa_pairs"] and out["qa_pairs"]
     # without one: Not Enough Evidence, with the reason; never the LLM's "Supported"
-    out = Verifier(llm=InvalidLLM(zero_answers()), **run).verify(VerifyRequest(claim="c"), conf)
+    out = Verifier(llm=InvalidLLM(zero_answers()), **run).verify(VerifyRequest(claim="c"), conf).to_dict()
     assert out["verdict"] == "Not Enough Evidence" and out["verdict_source"] == "none"
     assert out["label_scores"] == {} and "no verdict head" in out["fallback_reason"]
     assert "every label is rated 0" in out["fallback_reason"]
@@ -346,7 +347,7 @@ def test_all_zero_ratings_never_yield_a_verdict_on_their_own(name):
 def test_a_verdict_that_is_not_the_highest_rating_falls_back():
     out = Verifier(llm=InvalidLLM(zero_answers("Supported", SCORES)), head=Head()).verify(
         VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},)),
-        cfg("qa-loop", fewshot=0))
+        cfg("qa-loop", fewshot=0)).to_dict()
     assert out["verdict_source"] == "head" and out["verdict"] == "Refuted"
     assert "'Supported' is rated 0.10, under 'Refuted' at 0.90" in out["fallback_reason"]
 
@@ -354,19 +355,19 @@ def test_a_verdict_that_is_not_the_highest_rating_falls_back():
 def test_verdict_source_says_where_each_verdict_came_from():
     conf = cfg("qa-loop", fewshot=0, hyde=False)
     out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES), head=Head()).verify(
-        VerifyRequest(claim="c"), conf)
+        VerifyRequest(claim="c"), conf).to_dict()
     assert out["verdict_source"] == "llm" and "fallback_reason" not in out  # head_weight 0: no blend
     out = Verifier(llm=ScriptedLLM(answers()), evidence=Evidence(PASSAGES), head=Head()).verify(
-        VerifyRequest(claim="c"), conf.model_copy(update={"head_weight": 0.5}))
+        VerifyRequest(claim="c"), conf.model_copy(update={"head_weight": 0.5})).to_dict()
     assert out["verdict_source"] == "llm+head" and out["verdict"] == "Refuted"
     scores = out["label_scores"]
     assert steps.ratings_problem(scores, out["verdict"]) is None  # a blend is supported by construction
     assert out["head_weight"] == 0.5 and out["label_scores_llm"]["Refuted"] == 0.9
-    out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head"))
+    out = Verifier(evidence=Evidence(PASSAGES), head=Head()).verify(VerifyRequest(claim="c"), cfg("head")).to_dict()
     assert out["verdict_source"] == "head" and "fallback_reason" not in out
-    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.96).match).verify(VerifyRequest(claim="c"), verification_config("lookup")).to_dict()
     assert out["verdict_source"] == "fact-check"
-    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup"))
+    out = Verifier(lookup=Matcher(0.90).match).verify(VerifyRequest(claim="c"), verification_config("lookup")).to_dict()
     assert out["verdict_source"] == "none"
 
 
@@ -407,7 +408,7 @@ def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeyp
     sent = scripted([bad, bad])
     out = Verifier(llm=client, head=Head()).verify(
         VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},)),
-        cfg("qa-loop", fewshot=0))
+        cfg("qa-loop", fewshot=0)).to_dict()
     assert len(sent) == 2 and out["verdict_source"] == "head" and out["verdict"] == "Refuted"
     assert out["tokens"] == {"prompt": 2, "completion": 2, "calls": 1}  # both attempts counted
 
@@ -424,7 +425,7 @@ def test_the_blend_weight_comes_from_the_verifier_unless_the_configuration_sets_
     gold = VerifyRequest(claim="c", gold_qa=({"question": "q", "answer": "a", "source_url": "u"},))
 
     def verify(weight, config):
-        return Verifier(llm=ScriptedLLM(disagree), head=Head(), head_weight=weight).verify(gold, config)
+        return Verifier(llm=ScriptedLLM(disagree), head=Head(), head_weight=weight).verify(gold, config).to_dict()
 
     assert verify(0.0, conf)["verdict_source"] == "llm" and verify(0.0, conf)["verdict"] == "Supported"
     out = verify(1.0, conf)
@@ -432,7 +433,7 @@ def test_the_blend_weight_comes_from_the_verifier_unless_the_configuration_sets_
     assert out["label_scores"] == out["label_scores_head"] and out["label_scores_llm"]["Supported"] == 0.95
     out = verify(1.0, conf.model_copy(update={"head_weight": 0.0}))  # the configuration overrides
     assert out["verdict_source"] == "llm" and out["verdict"] == "Supported"
-    out = Verifier(llm=ScriptedLLM(disagree), head_weight=1.0).verify(gold, conf)  # no head: no blend
+    out = Verifier(llm=ScriptedLLM(disagree), head_weight=1.0).verify(gold, conf).to_dict()  # no head: no blend
     assert out["verdict_source"] == "llm" and "head_weight" not in out
 
 
