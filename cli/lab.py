@@ -291,7 +291,7 @@ def register(sub: Any, add: Any) -> None:
 
     sp = add("lora-import", cmd_reranker_lora_import,
              "read what scripts/train_lora_remote.py wrote: the sweep's out-of-fold scores, or (--name) "
-             "one adapter written as a committed reranker", steps)
+             "one adapter written as a reranker adapter (--out)", steps)
     sp.add_argument("--from", dest="source", type=Path, required=True, metavar="DIR")
     sp.add_argument("--name", help="the sweep entry to import (without it: the sweep's report)")
     sp.add_argument("--as", dest="as_name", metavar="NAME", help="the reranker's name (default: --name)")
