@@ -118,11 +118,14 @@ def test_a_default_resolved_inside_the_package_is_refused_too(capsys, monkeypatc
 
 
 def test_the_lab_refuses_the_package_before_it_trains(tmp_path):
+    from plugin.lab.calibrate import calibrate
     from plugin.lab.query_tower import train_query_encoder
     from plugin.lab.reranker.distil import train_distilled_reranker
     from plugin.lab.reranker.export import output_dir
     from plugin.lab.reranker.lora import train_lora_reranker
     from plugin.lab.reranker.lora_pack import import_adapter
+    from plugin.lab.verdict import train_verdict
+    from plugin.lab.verdict_xenc import train_verdict_xenc
     from plugin.settings import Settings
 
     settings = Settings(_env_file=None, cache_dir=tmp_path)
@@ -132,7 +135,10 @@ def test_the_lab_refuses_the_package_before_it_trains(tmp_path):
                  lambda: train_lora_reranker(settings, None, "x", inside),
                  lambda: train_distilled_reranker(settings, None, "teacher", "x", inside),
                  lambda: import_adapter(settings, None, tmp_path, "x", "y", inside),
-                 lambda: output_dir(str(inside / "x"), settings)):
+                 lambda: output_dir(str(inside / "x"), settings),
+                 lambda: calibrate(None, None, settings, None, None, out=artefact_path(CALIBRATION, "x")),
+                 lambda: train_verdict(None, {}, out=artefact_dir(VERDICT)),
+                 lambda: train_verdict_xenc(settings, {}, out=artefact_dir(VERDICT), name="x")):
         with pytest.raises(BadInput, match="--out .* is inside the installed package"):
             call()
     assert sorted(p.name for p in inside.iterdir()) == before
