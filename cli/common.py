@@ -1,5 +1,5 @@
 """What every command shares: JSON output, date and list arguments, printing matches, choosing
-retrieval configurations and fusion paths."""
+retrieval configurations and fusion paths, and the check on the paths a command writes."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 DEFAULT_DATASET = Path("../shared/data/clef2020_task2")
 #: Verification evaluations and the lookup threshold read AVeriTeC claims from here by default.
 DEFAULT_AVERITEC = Path("../shared/data/averitec_dev")
+
+
+#: The options through which a command writes a file or folder, by ``dest``: ``main`` refuses
+#: each inside the installed package before the command runs (STYLE.md rule 7; its default lies
+#: outside: ``build/artefacts/<kind>/`` for an artefact, ``records/`` for scores). A new
+#: writing option takes one of these names (tests/unit/cli/test_output_paths.py holds them to it).
+OUTPUTS = {"out": "--out", "output": "--output", "write": "--write", "records": "--records",
+           "work_dir": "--work-dir", "teacher_cache": "--teacher-cache"}
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """``BadInput`` naming the option when a path the command would write lies inside the
+    installed package (``plugin.artefacts.outside_package``), before anything runs."""
+    from plugin.artefacts import outside_package
+
+    for dest, flag in OUTPUTS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, Path)) and str(value):
+            outside_package(Path(value), flag)
 
 
 def dump(obj: Any) -> None:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plugin.artefacts import CALIBRATION, ENCODERS, RERANKERS, written_dir
+
 from cli.common import DEFAULT_AVERITEC, DEFAULT_DATASET, add_fusion_flag
 from cli.measure import (cmd_bench, cmd_bench_evidence, cmd_calibrate, cmd_evaluate, cmd_image_dup_bench, cmd_image_posts,
                          cmd_lookup_threshold, cmd_tune)
@@ -26,6 +28,12 @@ def _groups_from(sp: argparse.ArgumentParser) -> None:
 def _first_stage(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--first-stage", default="factsieve", metavar="NAME",
                     help="configuration the hard negatives are mined from (the one the reranker sits behind)")
+
+
+def _out(sp: argparse.ArgumentParser, kind: str) -> None:
+    """``--out DIR`` for an artefact of ``kind``: outside the package (``plugin.artefacts``)."""
+    sp.add_argument("--out", type=Path, default=written_dir(kind), metavar="DIR",
+                    help=f"folder to write NAME.npz/.json to (default {written_dir(kind)}/)")
 
 
 def _hyper_parameters(sp: argparse.ArgumentParser) -> None:
@@ -71,7 +79,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--unknown-lang", action="store_true",
                     help="read and match the images without their language (script routing)")
     sp.add_argument("--limit", metavar="N", help="only the first N scored queries")
-    sp.add_argument("--work-dir", type=Path, metavar="DIR",
+    sp.add_argument("--work-dir", type=Path, default=Path(".cache/lab/image-posts"), metavar="DIR",
                     help="renderings and cached readings (default .cache/lab/image-posts)")
     sp.add_argument("--fresh", action="store_true", help="read every image again (ignore cached readings)")
     sp.add_argument("--caption", choices=("none", "half"), default="none",
@@ -109,7 +117,8 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--mode", default="auto", help="the matching mode the model is fitted in (default auto, as served)")
     sp.add_argument("--check", type=Path, action="append", metavar="DIR",
                     help="another dataset to measure the fit on (repeatable)")
-    sp.add_argument("--out", type=Path, help="where to write it (default: the packaged plugin/artefacts/calibration/NAME.json)")
+    sp.add_argument("--out", type=Path, default=written_dir(CALIBRATION), metavar="PATH",
+                    help=f"a .json file, or a folder to write NAME.json to (default {written_dir(CALIBRATION)}/)")
     sp.add_argument("--cross-fit", metavar="NAME[,NAME...]",
                     help="fold adapters (train-query-encoder --fold) to run the training queries with, "
                          "for a configuration whose query encoder saw them")
@@ -136,7 +145,7 @@ def register(sub: Any, add: Any) -> None:
              "(a LoRA adapter, CPU, JAX)")
     sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
     sp.add_argument("--name", default="clef2020-e5small-query", help="the adapter's name (a configuration's query_encoder)")
-    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/encoders/)")
+    _out(sp, ENCODERS)
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id): out-of-fold "
@@ -211,7 +220,7 @@ def register(sub: Any, add: Any) -> None:
     _groups_from(sp)
     sp.add_argument("--name", default="clef2020-e5small-lora",
                     help="the reranker's name (a configuration's rerank.model is rerankers/NAME)")
-    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/rerankers/)")
+    _out(sp, RERANKERS)
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id) and write the "
@@ -235,7 +244,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--teacher", required=True, metavar="NAME", help="the committed reranker adapter to distil")
     sp.add_argument("--depth", type=int, required=True, metavar="D", help="encoder layers the student runs (its first D)")
     sp.add_argument("--name", help="the student's name (default: TEACHER-distilD)")
-    sp.add_argument("--out", type=Path, help="folder to write NAME.npz/.json to (default: the packaged plugin/artefacts/rerankers/)")
+    _out(sp, RERANKERS)
     sp.add_argument("--holdout", action="store_true",
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--layers", type=int, default=d3.layers,
@@ -282,11 +291,11 @@ def register(sub: Any, add: Any) -> None:
 
     sp = add("lora-import", cmd_reranker_lora_import,
              "read what scripts/train_lora_remote.py wrote: the sweep's out-of-fold scores, or (--name) "
-             "one adapter written as a committed reranker", steps)
+             "one adapter written as a reranker adapter (--out)", steps)
     sp.add_argument("--from", dest="source", type=Path, required=True, metavar="DIR")
     sp.add_argument("--name", help="the sweep entry to import (without it: the sweep's report)")
     sp.add_argument("--as", dest="as_name", metavar="NAME", help="the reranker's name (default: --name)")
-    sp.add_argument("--out", type=Path, help="folder to write to (default: the packaged plugin/artefacts/rerankers/)")
+    _out(sp, RERANKERS)
     source = sp.add_mutually_exclusive_group()
     source.add_argument("--groups", type=Path, metavar="FILE", help="the groups the int8 check scores")
     source.add_argument("--dataset", type=Path, metavar="DIR", help="or mine them from this dataset")

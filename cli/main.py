@@ -21,6 +21,7 @@ from plugin.service.services import Services
 from plugin.settings import Settings
 
 from cli import blend, corpus, evidence, lab, learn, ops, review, search, verdict, verify
+from cli.common import check_outputs
 
 log = logging.getLogger("factsieve")
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
+        check_outputs(args)  # never into the installed package, whatever the command
         try:
             settings = Settings()
         except ValidationError as exc:

@@ -85,14 +85,13 @@ def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.calibrate import calibrate
     from plugin.learn.train.datasets import load_dataset
     from plugin.models import Mode
-    from plugin.search.calibration import calibrator_path
 
     dataset = load_dataset(dataset_path(args.dataset))
     config = next(iter(select_configs(args.configs_file, args.config).values()))
     checks = [load_dataset(dataset_path(p)) for p in args.check or []]
     try:
         dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
-                       out=args.out or calibrator_path(config.name), mode=Mode.parse(args.mode),
+                       out=args.out if args.out.suffix == ".json" else args.out / f"{config.name}.json", mode=Mode.parse(args.mode),
                        checks=checks, cross_fit=[c.strip() for c in (args.cross_fit or "").split(",") if c.strip()]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
@@ -176,7 +175,7 @@ def cmd_image_posts(args: argparse.Namespace, services: Services) -> int:
                      splits=split_names(args.split) if args.split else None, mode=args.mode,
                      unknown_lang=args.unknown_lang,
                      limit=parse_int("--limit", args.limit, lo=1, hi=10**6) if args.limit else None,
-                     work_dir=args.work_dir or Path(".cache/lab/image-posts"), fresh=args.fresh,
+                     work_dir=args.work_dir, fresh=args.fresh,
                      caption=args.caption, ocr_weights=ocr_weights,
                      reranker=load_rerankers(configs, settings).get(name), generate=generate,
                      log=lambda message: print(message, file=sys.stderr, flush=True)))

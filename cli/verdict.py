@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from plugin.artefacts import VERDICT, written_dir
 from plugin.errors import BadInput
 from plugin.service.services import Services
 
@@ -45,7 +46,6 @@ def chosen_datasets(args: argparse.Namespace, note: Any = print) -> dict[str, Pa
 
 def cmd_train_verdict(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.verdict import train_verdict
-    from plugin.verify.head import packaged_path
 
     def note(msg: str) -> None:
         print(msg, file=sys.stderr)
@@ -60,8 +60,7 @@ def cmd_train_verdict(args: argparse.Namespace, services: Services) -> int:
             if args.reference is not None:
                 raise BadInput(f"--reference {str(reference)!r} is not a folder")
             reference = None
-    out = args.out or services.settings.verdict_head_path or packaged_path()
-    report = train_verdict(services.embedder, datasets, out=out, seed=args.seed, folds=args.folds,
+    report = train_verdict(services.embedder, datasets, out=args.out, seed=args.seed, folds=args.folds,
                            repeats=3 if args.repeats is None else args.repeats, reference=reference,
                            progress=note if args.verbose_progress else None)
     dump(report)
@@ -71,7 +70,6 @@ def cmd_train_verdict(args: argparse.Namespace, services: Services) -> int:
 def _train_cross_encoder(args: argparse.Namespace, services: Services, datasets: dict[str, Path],
                          note: Any) -> int:
     from plugin.lab.verdict_xenc import XencOptions, train_verdict_xenc
-    from plugin.verify.verdict_model import adapter_dir
 
     if args.retrieved is not None and not args.retrieved.is_file():
         raise BadInput(f"--retrieved {str(args.retrieved)!r} is not a file")
@@ -81,7 +79,7 @@ def _train_cross_encoder(args: argparse.Namespace, services: Services, datasets:
     options = XencOptions(**{k: getattr(args, k) if getattr(args, k) is not None else getattr(defaults, k)
                              for k in ("rank", "layers", "epochs", "max_length", "extra_cap", "extra_weight")},
                           seed=args.seed)
-    report = train_verdict_xenc(services.settings, datasets, out=args.out or adapter_dir(), name=args.name,
+    report = train_verdict_xenc(services.settings, datasets, out=args.out, name=args.name,
                                 options=options, folds=args.folds,
                                 shuffles=[args.seed + r for r in range(args.repeats or 1)],
                                 retrieved=args.retrieved, embedder=services.embedder, cv=not args.no_cv,
@@ -103,9 +101,9 @@ def register(sub: Any, add: Any) -> None:
                     help="HerO-shaped *_predictions.jsonl on the averitec claims, for the blend "
                          "numbers (default: <averitec>/reference when present)")
     sp.add_argument("--no-reference", action="store_true", help="skip the reference blend numbers")
-    sp.add_argument("--out", type=Path, metavar="PATH",
-                    help="folder (or .npz) to write (default: FACTSIEVE_VERDICT_HEAD_PATH, else the "
-                         "packaged plugin/artefacts/verdict)")
+    sp.add_argument("--out", type=Path, default=written_dir(VERDICT), metavar="PATH",
+                    help=f"folder (or the head's .npz) to write (default {written_dir(VERDICT)}/); "
+                         "FACTSIEVE_VERDICT_HEAD_PATH serves a head from there")
     sp.add_argument("--kind", choices=["head", "cross-encoder"], default="head",
                     help="head: logistic regression on frozen features (minutes); cross-encoder: the "
                          "fine-tuned verdict model (LoRA with JAX; about an hour on 2 cores with CV)")

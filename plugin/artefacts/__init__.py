@@ -9,7 +9,10 @@ into the model cache; serving reads them through ``artefact_dir``.
 
 Commands write artefacts and records outside the installed package, never into it
 (``outside_package``): an install is read-only to its own commands (STYLE.md rule 7); a change to
-what ships is a reviewed commit of the written file.
+what ships is a reviewed commit of the written file. The one convention: a command that trains or
+chooses an artefact of a kind writes it by default to ``build/artefacts/<kind>/`` of the working
+directory (``written_dir``; git-ignored in a checkout), laid out as here; to ship it, review it and
+copy it over ``plugin/artefacts/<kind>/`` in a commit (docs/operating/models.md).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ RERANKERS = "rerankers"
 CALIBRATION = "calibration"
 VERDICT = "verdict"
 KINDS = (ENCODERS, RERANKERS, CALIBRATION, VERDICT)
+#: Where commands write the artefacts they train or choose, relative to the working directory.
+WRITTEN = Path("build") / "artefacts"
 
 
 def artefact_dir(kind: str) -> Path:
@@ -28,6 +33,13 @@ def artefact_dir(kind: str) -> Path:
     if kind not in KINDS:
         raise ValueError(f"unknown artefact kind {kind!r}; expected one of {', '.join(KINDS)}")
     return Path(str(resources.files(__name__).joinpath(kind)))
+
+
+def written_dir(kind: str) -> Path:
+    """``build/artefacts/<kind>/``: where a command writes an artefact of ``kind`` by default (the
+    packaged folder's layout, outside the package)."""
+    artefact_dir(kind)  # the kind check
+    return WRITTEN / kind
 
 
 def artefact_path(kind: str, name: str, suffix: str = ".json") -> Path:

@@ -145,7 +145,10 @@ def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config
     """Fit on ``dataset``'s training queries, write ``out``, measure on its other queries and
     on ``checks``. A dataset without a ``train`` split cannot be fitted on. ``cross_fit``: the
     fold adapters to run the training queries with (``out_of_fold``), for a configuration whose
-    query encoder was trained on them."""
+    query encoder was trained on them. ``out`` inside the installed package is refused."""
+    from plugin.artefacts import outside_package
+
+    outside_package(out, "--out")
     if not any(q.get("split") == "train" and str(q["id"]) in dataset.qrels["all"] for q in dataset.queries):
         raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
     if config.query_encoder and not cross_fit:

@@ -131,15 +131,17 @@ def train(jax: Any, tower: Tower, cached: Sequence[np.ndarray], relevant: Sequen
 def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path | None = None,
                         options: TowerOptions | None = None, *, holdout: bool = False,
                         fold: tuple[int, int] | None = None) -> dict[str, Any]:
-    """Train an adapter on ``dataset_dir``'s training queries and write it (``out``, default the
-    committed ``plugin/artefacts/encoders/``). With ``holdout`` the sha1-chosen slice is kept out of
-    training and scored each epoch; nothing is written then (it is how options are chosen).
+    """Train an adapter on ``dataset_dir``'s training queries and write it (``out``, default
+    ``build/artefacts/encoders/``; never into the package: ``plugin.artefacts.outside_package``).
+    With ``holdout`` the sha1-chosen slice is kept out of training and scored each epoch;
+    nothing is written then (it is how options are chosen).
     ``fold=(i, k)`` trains on the training queries outside fold ``i`` of ``k`` and writes the
     adapter: its manifest lists what it saw, so ``evaluate --split train`` scores it on fold
     ``i`` alone (out-of-fold numbers, for choosing what sits on top of the tower: fusion weights,
     the confidence model)."""
     from plugin.embedding import load_embedder
-    from plugin.embedding.adapter import adapter_dir, save_adapter
+    from plugin.artefacts import ENCODERS, outside_package, written_dir
+    from plugin.embedding.adapter import save_adapter
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.build.adapted import read_base_weights
     from plugin.embedding.query_tower import base_model_dir
@@ -150,6 +152,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
     from plugin.search.normalize import normalize_post
     from plugin.search.variants import VARIANTS
 
+    folder = outside_package(Path(out) if out is not None else written_dir(ENCODERS), "--out")
     options = (options or TowerOptions()).validated()
     jax = load_jax()
     t_start = time.perf_counter()
@@ -232,7 +235,7 @@ def train_query_encoder(settings: Any, dataset_dir: Path, name: str, out: Path |
         "training_query_ids": sorted(str(q["id"]) for q in fit_q),
         "options": asdict(options), "steps": steps, "history": history, "seconds": result["seconds"],
         "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    path = save_adapter(adapter_dir(out), name, deltas, options.scale * options.interpolate, manifest)
+    path = save_adapter(folder, name, deltas, options.scale * options.interpolate, manifest)
     result["path"] = str(path)
     result["bytes"] = path.stat().st_size
     return result

@@ -204,7 +204,11 @@ def train_verdict(embedder: Any, datasets: Mapping[str, Path], *, out: Path, see
     """Load ``datasets`` (``name → folder``; ``averitec`` required), cross-validate every
     condition, fit the final head on all of them and write it to ``out`` (a folder, or the
     ``.npz`` path). ``reference``: a folder of HerO-shaped ``*_predictions.jsonl`` (``id``,
-    ``pred_label``, ``evidence``) on the same averitec claims. Returns the report."""
+    ``pred_label``, ``evidence``) on the same averitec claims. Returns the report. ``out``
+    inside the installed package is refused before anything is trained."""
+    from plugin.artefacts import outside_package
+
+    outside_package(out, "--out")
     say = progress or log.info
     unknown = sorted(set(datasets) - set(LOADERS))
     if unknown:

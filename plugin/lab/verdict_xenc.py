@@ -237,12 +237,14 @@ def train_verdict_xenc(settings: Any, datasets: Mapping[str, Path], *, out: Path
                        device: str = "cpu", progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Cross-validate (unless ``cv`` is false), train on everything, write the adapter to
     ``out`` (``<name>.npz`` + ``.json``) and the out-of-fold probabilities beside it
-    (``<name>.oof-gold.json``, and ``-retrieved`` with ``retrieved``; git ignores them there).
+    (``<name>.oof-gold.json``, and ``-retrieved`` with ``retrieved``); never into the package.
     ``embedder``: refit the head on the same folds for comparison."""
+    from plugin.artefacts import outside_package
     from plugin.embedding.adapter import save_adapter
     from plugin.embedding.query_tower import base_model_dir
     from plugin.learn.train.tower import load_jax
 
+    outside_package(out, "--out")
     say = progress or log.info
     options = (options or XencOptions()).validated()
     if TARGET not in datasets:

@@ -246,10 +246,11 @@ def train_distilled_reranker(settings: Any, source: Any, teacher: str, name: str
                              holdout: bool = False, teacher_folder: Path | None = None,
                              teacher_cache: Path | None = None) -> dict[str, Any]:
     """Train a student of ``teacher`` on ``source``'s groups (``GroupSource``: the training
-    queries' mined groups) and write ``<out>/<name>.npz`` + ``.json`` (default: the committed
-    ``plugin/artefacts/rerankers/``, name ``<teacher>-distil<depth>``). With ``holdout`` the
-    sha1-chosen slice of the training queries (``lora.holdout_group``) is kept out and scored
-    each epoch against its positives and against the teacher; nothing is written then."""
+    queries' mined groups) and write ``<out>/<name>.npz`` + ``.json`` (default
+    ``build/artefacts/rerankers/``, never into the package; name ``<teacher>-distil<depth>``).
+    With ``holdout`` the sha1-chosen slice of the training queries (``lora.holdout_group``) is
+    kept out and scored each epoch against its positives and against the teacher; nothing is
+    written then."""
     from datetime import datetime, timezone
 
     from plugin.build.adapted import read_base_weights
@@ -260,11 +261,13 @@ def train_distilled_reranker(settings: Any, source: Any, teacher: str, name: str
     from plugin.lab.reranker.lora import (CHECK_GROUPS, INT8_MIN_TOP1, adapter_manifest, int8_agreement,
                                           split_groups)
     from plugin.learn.train.lora import PairScorer, encode_pairs, group_map5
+    from plugin.artefacts import RERANKERS, outside_package, written_dir
     from plugin.search.lora_reranker import find_reranker_adapter, reranker_adapter_dir
 
     options = (options or DistilOptions()).validated()
     name = name or f"{teacher}-distil{options.depth}"
-    if name == teacher and out is None and teacher_folder is None:
+    folder = outside_package(Path(out) if out is not None else written_dir(RERANKERS), "--out")
+    if name == teacher and folder.resolve() == Path(teacher_folder or reranker_adapter_dir()).resolve():
         raise BadInput(f"--name {name!r} is the teacher's: the student would overwrite it")
     t_start = time.perf_counter()
     teacher_adapter = find_reranker_adapter(teacher, teacher_folder)
@@ -339,7 +342,6 @@ def train_distilled_reranker(settings: Any, source: Any, teacher: str, name: str
         "frozen_teacher_deltas": len(frozen),
         "options": asdict(options), "history": history, "seconds": seconds, "trained_on": "CPU (JAX)",
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    folder = Path(out) if out is not None else reranker_adapter_dir()
     save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
     # int8 is served only where it ranks like fp32 (``lora.int8_agreement``, as ``lora`` checks)
     t0 = time.perf_counter()

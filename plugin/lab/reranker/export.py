@@ -57,7 +57,9 @@ def output_dir(out: str | Path | None, settings: Settings) -> Path:
     if not text or text in (".", ".."):
         raise BadInput(f"--out must name a model or a folder, got {out!r}")
     if os.sep in text or text.startswith(("~", ".")):
-        return Path(text).expanduser()
+        from plugin.artefacts import outside_package
+
+        return outside_package(Path(text).expanduser(), "--out")
     return settings.model_cache_dir / RERANKERS_DIR / text
 
 

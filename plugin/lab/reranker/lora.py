@@ -45,7 +45,8 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
                         holdout: bool = False, fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
-    write ``<out>/<name>.npz`` + ``.json`` (default: the committed ``plugin/artefacts/rerankers/``).
+    write ``<out>/<name>.npz`` + ``.json`` (default ``build/artefacts/rerankers/``; never into the
+    package: ``plugin.artefacts.outside_package``).
     With ``holdout`` the sha1-chosen slice of the training queries is kept out and its groups
     scored each epoch (MAP@5 of the positive among its group's hard negatives); nothing is
     written then: it is how the options were chosen. ``fold=(i, k)`` trains outside fold ``i`` of
@@ -60,8 +61,9 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     from plugin.build.adapted import read_base_weights
     from plugin.embedding.query_tower import base_model_dir
     from plugin.learn.train.tower import load_jax
-    from plugin.search.lora_reranker import reranker_adapter_dir
+    from plugin.artefacts import RERANKERS, outside_package, written_dir
 
+    folder = outside_package(Path(out) if out is not None else written_dir(RERANKERS), "--out")
     options = (options or LoraRerankerOptions()).validated()
     jax = load_jax()
     t_start = time.perf_counter()
@@ -107,7 +109,6 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
         "layers": list(range(scorer.tower.first, shape.layers)),
         "options": asdict(options), "history": history, "seconds": seconds,
         "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    folder = Path(out) if out is not None else reranker_adapter_dir()
     path = save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
     # int8 is served only when it ranks like fp32 on groups the reranker did not train on where
     # there are such (else its training groups): the same passage first in >= INT8_MIN_TOP1 of them

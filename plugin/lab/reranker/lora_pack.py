@@ -241,12 +241,14 @@ def sweep_report(folder: Path, priors: Sequence[float]) -> dict[str, Any]:
 
 def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: str,
                    out: Path | None = None) -> dict[str, Any]:
-    """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (default: the
-    committed ``plugin/artefacts/rerankers/``), with the int8 check ``train-reranker lora`` runs."""
+    """``lora-import --name N --as T``: adapter ``N`` of a sweep written as ``T`` (to ``out``,
+    default ``build/artefacts/rerankers/``, never into the package), with the int8 check
+    ``train-reranker lora`` runs."""
     from plugin.embedding.adapter import load_adapter, save_adapter
     from plugin.lab.reranker.lora import CHECK_GROUPS, INT8_MIN_TOP1, int8_agreement
-    from plugin.search.lora_reranker import reranker_adapter_dir
+    from plugin.artefacts import RERANKERS, outside_package, written_dir
 
+    dest = outside_package(Path(out) if out is not None else written_dir(RERANKERS), "--out")
     src = Path(folder)
     if not (src / f"{name}.npz").is_file():
         raise BadInput(f"no adapter {name!r} in {src}")
@@ -257,6 +259,6 @@ def import_adapter(settings: Any, source: Any, folder: Path, name: str, target: 
     manifest = {k: v for k, v in adapter.manifest.items()
                 if k not in ("name", "scale", "rank", "weights", "whole")}
     manifest.update(swept_as=name, int8=check["top1_agreement"] >= INT8_MIN_TOP1, int8_check=check)
-    path = save_adapter(Path(out) if out is not None else reranker_adapter_dir(), target, adapter.deltas,
+    path = save_adapter(dest, target, adapter.deltas,
                         adapter.scale, manifest, whole=adapter.arrays)
     return {"path": str(path), "bytes": path.stat().st_size, "int8": manifest["int8"], "int8_check": check}
