@@ -63,8 +63,8 @@ def test_a_blank_text_body_is_refused_as_its_schema_says(app, client, auth, path
 
 
 def test_verify_accepts_each_configuration_its_schema_lists(app):
-    """The route checks ``config`` with ``Services.verification_config`` (a 400 for a name it
+    """The route checks ``config`` with ``Services.verification.config`` (a 400 for a name it
     does not know): every name the schema lists must pass that check."""
     listed = app.extensions["factsieve.openapi"]["components"]["schemas"]["VerifyIn"]["properties"]["config"]
     for name in listed["anyOf"][0]["enum"]:
-        assert app.extensions["factsieve"].verification_config(name).name == name
+        assert app.extensions["factsieve"].verification.config(name).name == name
