@@ -61,6 +61,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--dates", action="store_true", help="only fact-checks published on or before each query's date")
     sp.add_argument("--split", help="SPLIT[,SPLIT...]: score only these query splits (CLEF-2020: dev,test)")
     sp.add_argument("--rebuild", action="store_true", help="re-index the dataset even if an index exists")
+    sp.add_argument("--extra-corpus", type=Path, action="append", metavar="DIR",
+                    help="a corpus without queries (a folder with factchecks.jsonl) indexed beside the "
+                         "dataset's fact-checks, as distractors (repeatable; e.g. vclaims_multilingual)")
     sp.add_argument("--record", action="store_true",
                     help="record the scores in the records file (per configuration, dataset, query split and mode)")
     sp.add_argument("--records", type=Path, default=DEFAULT_RECORDS, metavar="FILE",

@@ -29,12 +29,14 @@ def _table(result: dict[str, Any]) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
-    from plugin.learn.train.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset, with_extra_corpus
     from plugin.lab.evaluate.run import evaluate
     from plugin.search.rerank import load_rerankers
 
     settings = services.settings
     dataset = load_dataset(dataset_path(args.dataset, " (factchecks.jsonl, queries.jsonl, qrels.jsonl)"))
+    for corpus in args.extra_corpus or ():
+        dataset = with_extra_corpus(dataset, corpus)
     configs = select_configs(args.configs_file, args.config)
     rerankers = load_rerankers(configs, settings)
     generate = None

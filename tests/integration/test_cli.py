@@ -188,6 +188,30 @@ def test_evaluate_reports_every_config_per_mode(capsys, embedder, dataset_copy):
     assert code == 0 and len([line for line in out.splitlines() if line.startswith(("bm25 ", "dense "))]) == 4
 
 
+def test_evaluate_with_a_distractor_corpus_indexes_both_and_records_them_apart(capsys, embedder, dataset_copy,
+                                                                               tmp_path, store):
+    """``--extra-corpus``: the dataset's posts meet candidates in other languages, as in a
+    newsroom's index; the records keep that run apart from the dataset's own."""
+    extra = tmp_path / "distractors"
+    extra.mkdir()
+    rows = [{"id": f"d-{i}", "claim": claim, "lang": lang} for i, (claim, lang) in enumerate([
+        ("Las vacunas contra el COVID-19 alteran el ADN humano de forma permanente", "es"),
+        ("Les vaccins contre la COVID-19 modifient l'ADN de façon permanente", "fr"),
+        ("Die Corona-Impfung verändert dauerhaft das menschliche Erbgut", "de")])]
+    (extra / "factchecks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    records = tmp_path / "records.json"
+    try:
+        code, out, _ = run(capsys, "evaluate", "--dataset", str(dataset_copy), "--config", "bm25", "--mode", "auto",
+                           "--extra-corpus", str(extra), "--record", "--records", str(records))
+        result = json.loads(out)
+        assert code == 0 and result["n_factchecks"] == 53 and result["extra_corpora"] == [str(extra / "factchecks.jsonl")]
+        assert result["index"].startswith(f"eval-{dataset_copy.name}-distractors-") and store.count(result["index"]) == 53
+        (scored,) = json.loads(records.read_text())["configs"]["bm25"]
+        assert scored["dataset"] == f"{dataset_copy.name}+distractors" and scored["mode"] == "auto"
+    finally:
+        store.delete_index(f"eval-{dataset_copy.name}-distractors-*")
+
+
 def test_tune_cross_validates_one_parameter(capsys, embedder, dataset_copy):
     code, out, _ = run(capsys, "tune", "--dataset", str(dataset_copy), "--config", "factsieve",
                        "--param", "language_centering", "--values", "0,0.5", "--mode", "auto,cross",

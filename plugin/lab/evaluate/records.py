@@ -66,7 +66,10 @@ def record_scores(doc: dict[str, Any], result: dict[str, Any], *, on: str) -> di
     ``RecordedScore`` per mode dated ``on``. A record with the same (dataset, split, mode) is
     replaced; every other record stays."""
     out = json.loads(json.dumps(doc))
-    common = {"dataset": Path(str(result["dataset"])).name, "split": result["split"], "date": on,
+    # the dataset with its extra corpora (``clef2020_task2+vclaims_multilingual``): another index,
+    # so another record
+    name = result.get("name") or Path(str(result["dataset"])).name
+    common = {"dataset": name, "split": result["split"], "date": on,
               "n_queries": result["n_queries"],
               "excluded_training_queries": result.get("excluded_training_queries", 0)}
     for name, per_mode in result["configs"].items():

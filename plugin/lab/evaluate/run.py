@@ -137,6 +137,7 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
                            "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
                            "split": query_split(dataset, scored, excluded),
                            "n_factchecks": dataset.n_factchecks, "index": alias,
+                           "extra_corpora": [str(p) for p in dataset.extra], "name": dataset.name,
                            "embedding_model": embedder.name, "dates": use_dates,
                            "modes": [name for name, _, _ in modes], "configs": {}, "skipped": {}}
     if ingest_stats:

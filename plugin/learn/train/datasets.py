@@ -3,7 +3,9 @@
 Layout (as in ``../shared/data``): ``factchecks.jsonl``, ``queries.jsonl`` (``id, text, lang,
 date``), ``qrels.jsonl`` (``query_id, factcheck_id`` and, for MultiClaim, ``crosslingual``). The
 fact-checks are indexed once per dataset and model under the alias ``eval-<dataset>-<model hash>``
-and reused while the count and the model match.
+and reused while the count and the model match. ``with_extra_corpus`` indexes a corpus without
+queries beside them (``vclaims_multilingual``: fact-checks in 30 languages), so that posts meet
+candidates in other languages as they do in a newsroom's index; the alias then names both.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,41 @@ class Dataset:
     #: query id → relevant fact-check ids, per pair kind ("all", "mono", "cross")
     qrels: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     n_factchecks: int = 0
+    #: more fact-checks indexed beside the dataset's own (``factchecks.jsonl`` files with no
+    #: queries or qrels of their own: distractors), in the order given
+    extra: tuple[Path, ...] = ()
 
     @property
     def has_pair_kinds(self) -> bool:
         return bool(self.qrels.get("cross"))
+
+    @property
+    def corpus_files(self) -> list[Path]:
+        """Every ``factchecks.jsonl`` the evaluation index holds: the dataset's, then the extras."""
+        return [self.path / "factchecks.jsonl", *self.extra]
+
+
+def _ids(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        return [str(json.loads(line)["id"]) for line in fh if line.strip()]
+
+
+def with_extra_corpus(dataset: Dataset, corpus: Path | str) -> Dataset:
+    """``dataset`` with ``corpus`` (a folder with ``factchecks.jsonl``, or the file) indexed beside
+    its fact-checks: its name (and so its index alias) names both. A fact-check id the two share
+    is refused by name: a distractor must never stand in for an answer."""
+    corpus = Path(corpus)
+    file = corpus / "factchecks.jsonl" if corpus.is_dir() else corpus
+    if not file.is_file():
+        raise BadInput(f"extra corpus {str(corpus)!r} has no factchecks.jsonl")
+    extra_ids = _ids(file)
+    shared = set(extra_ids) & {i for f in dataset.corpus_files for i in _ids(f)}
+    if shared:
+        raise BadInput(f"extra corpus {str(corpus)!r} shares {len(shared)} fact-check id(s) with "
+                       f"{dataset.name!r}, e.g. {sorted(shared)[0]!r}")
+    name = (file.parent if file.name == "factchecks.jsonl" else file).name
+    return replace(dataset, name=f"{dataset.name}+{name}", extra=(*dataset.extra, file),
+                   n_factchecks=dataset.n_factchecks + len(extra_ids))
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -64,7 +97,7 @@ def load_dataset(path: Path | str) -> Dataset:
 
 
 def dataset_alias(dataset: Dataset, model: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")[:40]
+    slug = re.sub(r"[^a-z0-9]+", "-", dataset.name.lower()).strip("-")[:60]
     return f"eval-{slug}-{hashlib.sha1(model.encode()).hexdigest()[:8]}"
 
 
@@ -86,7 +119,7 @@ def ensure_dataset_index(store: Store, embedder: Embedder, dataset: Dataset,
         store.delete_index(f"{alias}-v*")  # an evaluation index is ours to rebuild
     ensure_index(store, spec)
     t0 = time.perf_counter()
-    report = ingest(read_records([dataset.path / "factchecks.jsonl"], Format.jsonl), store=store,
+    report = ingest(read_records(dataset.corpus_files, Format.jsonl), store=store,
                     embedder=embedder, index=alias, batch_size=settings.embedding_batch_size)
     secs = time.perf_counter() - t0
     # the corpus is only read from now on: one segment is what a long-lived production index
