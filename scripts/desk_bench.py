@@ -47,7 +47,7 @@ def fill_queue(dep: Deployment, dataset: Path, n: int) -> dict:
     """Index the dataset's fact-checks, then match its first ``n`` queries into review items."""
     from plugin.ingest import Format, ingest, read_records
     from plugin.search.request import MatchRequest
-    from plugin.search.versions import versions_of
+    from plugin.service.matching import match_post
 
     svc = dep.services
     started = time.perf_counter()
@@ -58,13 +58,11 @@ def fill_queue(dep: Deployment, dataset: Path, n: int) -> dict:
                         embedder=svc.embedder, index=dep.settings.index)
         ingested = report.indexed + report.updated
     ingest_s = time.perf_counter() - started
-    matcher = svc.matcher(None)
     queries = read_jsonl(dataset / "queries.jsonl")[:n]
     for i, query in enumerate(queries):
-        matched = matcher.match(MatchRequest.from_mapping({"text": query["text"]}))
+        found = match_post(svc.matching, MatchRequest.from_mapping({"text": query["text"]}), DEFAULT_TENANT)
         svc.review.record_item(DEFAULT_TENANT, f"bench-{i}-{query.get('id', i)}", query["text"],
-                               matched.to_dict()["lang"], query.get("date"), None,
-                               matched.to_dict(), versions_of(matcher, matched))
+                               found.lang, query.get("date"), None, found)
     return {"factchecks": svc.store.count(dep.settings.index), "ingested": ingested,
             "ingest_s": round(ingest_s, 1), "posts": len(queries)}
 

@@ -13,6 +13,8 @@ import requests
 
 from hostile_rig import CLIENT_TIMEOUT_S, HostileRig
 
+from plugin.search.result import Match
+
 FLOOD = "&".join(["a=1"] * 10_001)
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -28,7 +30,7 @@ class DeskProbes(HostileRig):
         ids = [f"hd-{uuid.uuid4().hex[:10]}" for _ in range(n)]
         for post_id in ids:
             self.dep.services.review.record_item(tenant, post_id, "hostile post", "en", None, None,
-                                                 {"matches": []}, {})
+                                                 Match.from_dict({"matches": []}))
         return ids
 
     def _signin(self, s: requests.Session, **extra: str) -> requests.Response:

@@ -41,7 +41,7 @@ from plugin.learn.memory import CONFIRMED_BY_DESK, Memory, pairs_of  # noqa: E40
 from plugin.learn.memory_reposts import repost  # noqa: E402
 from plugin.search.duplicates import DUPLICATE_JACCARD  # noqa: E402
 from plugin.search.request import MatchRequest  # noqa: E402
-from plugin.search.versions import versions_of  # noqa: E402
+from plugin.service.matching import match_post  # noqa: E402
 from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
 from plugin.settings import TEST_MODEL, Settings  # noqa: E402
@@ -188,11 +188,13 @@ def main() -> None:
         ts = time.perf_counter()
         for q in originals:
             post = {"id": q["id"], "text": q["text"], "lang": q.get("lang"), "date": q.get("date")}
-            found = matcher.match(MatchRequest.from_mapping(post))
-            result = services.learning.adjust(tenant, post, found.to_dict())
+            # the one match path, in the configuration this stream was measured with
+            found = match_post(services.matching, MatchRequest.from_mapping(post), tenant,
+                               config=matcher.config.name, post=post)
+            result = found.to_dict()
             services.posts.remember(tenant, post, result["lang"])
             services.review.record_item(tenant, post["id"], post["text"], result["lang"],
-                                        post.get("date"), None, result, versions_of(matcher, found))
+                                        post.get("date"), None, found)
             if not result["matches"]:
                 decided["no_matches"] += 1
                 continue
