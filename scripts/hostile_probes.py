@@ -115,16 +115,20 @@ class Hostile(LimitProbes, DeskProbes, ImageProbes):
                     resp is not None and resp.status_code == 413, "413", detail=f"{len(body)} bytes")
 
         # JSON routes: a valid object followed by white space past the limit; read partially it
-        # parses, so a route that reads up to the limit answers as if it were whole
+        # parses, so a route that reads up to the limit answers as if it were whole. These routes
+        # take an image: their limit is the JSON one plus an image in base64
+        from plugin.image.inputs import image_body_bytes
+
+        limit = image_body_bytes(s)
         for route, obj in (("match", {"text": "hostile chunked match"}),
                            ("posts", {"id": f"chunked-{self.tag}", "text": "hostile chunked post"}),
                            ("verify", {"claim": "hostile chunked verify", "config": "lookup"})):
-            data = (json.dumps(obj) + " " * (s.max_json_bytes + 1024)).encode()
+            data = (json.dumps(obj) + " " * (limit + 1024)).encode()
             resp, secs = self.call("POST", f"/v1/{route}", data=chunks(data),
                                    headers={"Content-Type": "application/json"})
             self.record(f"chunked-{route}-over-limit", resp, secs,
                         resp is not None and resp.status_code == 413, "413",
-                        detail=f"{len(data)} bytes chunked, limit {s.max_json_bytes}")
+                        detail=f"{len(data)} bytes chunked, limit {limit}")
 
         # evidence: more documents than one embedding batch (a streamed route may write them before
         # it reaches the limit), blank-line padding past the limit, one more document

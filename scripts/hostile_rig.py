@@ -25,8 +25,10 @@ CLIENT_TIMEOUT_S = 10.0
 FAST_S = {"match": 1.0, "fact-checks": 3.0, "evidence": 8.0, "posts": 1.0, "verify": 1.0}
 #: how long an async probe waits for its job
 JOB_WAIT_S = 45.0
+#: small body limits, so that an "over the limit" probe sends ~1–2 MB (the image routes' limit is
+#: the JSON one plus an image of ``image_max_bytes`` in base64: 1 MiB holds the dense-text probe)
 LIMITS = {"max_request_bytes": 1024 * 1024, "max_json_bytes": 64 * 1024,
-          "sync_ingest_max_bytes": 64 * 1024, "rate_limit_requests": 300}
+          "sync_ingest_max_bytes": 64 * 1024, "image_max_bytes": 1024 * 1024, "rate_limit_requests": 300}
 #: ``FACTSIEVE_TENANT_MAX_ACTIVE_JOBS`` in the probed deployment, so the flood reaches it quickly
 JOB_CAP = 20
 FLOOD_MAX = 200
