@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     host_model: bool = True
     #: Where FactSieve's own ingest computes vectors: ``client`` (here), ``hosted`` (the index's
     #: default ingest pipeline, the hosted model) or ``auto`` (hosted when the index has the
-    #: configured model hosted; ``Services.ingest_embeds_here``).
+    #: configured model hosted; ``FactCheckIndex.embeds_here``).
     ingest_embedding: str = Field(default="auto", pattern=r"^(auto|client|hosted)$")
     #: How long ``factsieve init`` waits for the hosted model to register, deploy and answer.
     host_model_timeout_s: float = Field(default=300.0, gt=0)

@@ -10,21 +10,11 @@ import uuid
 
 from hostile_rig import HostileRig
 
+from tests.image_drawing import png_header
+
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-def _png_header(width: int, height: int) -> bytes:
-    """A PNG that declares ``width``×``height`` and holds no pixel data."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IEND", b""))
 
 
 class ImageProbes(HostileRig):
@@ -63,7 +53,7 @@ class ImageProbes(HostileRig):
     def p_deferred_image_checks(self) -> None:
         from tests.image_drawing import card, encode
 
-        cases = {"png-50000x50000": {"image": _b64(_png_header(50_000, 50_000))},
+        cases = {"png-50000x50000": {"image": _b64(png_header(50_000, 50_000))},
                  "svg": {"image": _b64(b'<svg xmlns="http://www.w3.org/2000/svg"/>')},
                  "image-url-opensearch": {"image_url": f"http://127.0.0.1:{self.os_port}/"}}
         fixed = {"image": _b64(encode(card("A fixed image")))}

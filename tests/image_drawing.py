@@ -114,3 +114,16 @@ def dense_text(side: int = 2000, pt: int = 11, seed: int = 7) -> Image.Image:
                         for _ in range(side // (pt * 3)))
         draw.text((2, y), line, font=f, fill=0)
     return im
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG that declares ``width``×``height`` in its header and holds no pixel data: what a
+    decompression bomb's header says, for the checks made before any pixel is decoded."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IEND", b""))

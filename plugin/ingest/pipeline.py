@@ -212,7 +212,7 @@ def ingest(records: Iterable[RawRecord], *, store: Store, embedder: Embedder, in
     overwrite (the one window left).
 
     ``embed_here=False``: documents go without a vector, for the index's default ingest pipeline
-    to embed with the hosted model (``Services.ingest_embeds_here`` decides). A document the
+    to embed with the hosted model (``FactCheckIndex.embeds_here`` decides). A document the
     pipeline fails on (the model not answering yet after a node restart) is embedded here and
     sent again, so nothing is lost to it. The caller checks the embedding model against the
     index first (``templates.check_model``).

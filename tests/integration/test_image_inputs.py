@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import base64
 import io
-import struct
 import uuid
-import zlib
 
 import pytest
 
-from tests.image_drawing import card, dense_text, encode
+from tests.image_drawing import card, dense_text, encode, png_header
 from tests.integration.conftest import problem_of
 
 pytestmark = pytest.mark.integration
@@ -21,15 +19,6 @@ pytestmark = pytest.mark.integration
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-def png_header(width: int, height: int) -> bytes:
-    """A PNG that declares ``width``×``height`` in its header and holds no pixel data."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IEND", b""))
 
 
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'

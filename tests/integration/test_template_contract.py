@@ -1,6 +1,6 @@
 """The model inside OpenSearch, and what tools that talk to OpenSearch directly get from it.
 
-``factsieve init`` (``Services.host_model``) hosts the embedding model in ML Commons; then
+``factsieve init`` (``Deployment.host_model``) hosts the embedding model in ML Commons; then
 
 - the stored template ``factsieve-match`` must rank as ``factsieve match`` does for its
   configuration (top 10, up to exactly tied documents), in every mode and under date filters;

@@ -301,7 +301,7 @@ def test_init_adds_the_owner_field_to_an_index_made_before_it(store, embedder, m
 
 
 def test_a_delete_checks_the_version_whose_owner_it_read(store, make_alias, embedder):
-    """``Services.delete_factcheck`` deletes on the version it checked: a document rewritten in
+    """``FactCheckIndex.delete`` deletes on the version it checked: a document rewritten in
     between (another owner now) is a 409, and nothing is deleted."""
     from plugin.errors import Conflict
     from plugin.index.templates import IndexSpec, ensure_index

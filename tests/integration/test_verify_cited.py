@@ -46,7 +46,7 @@ def cited_alias(make_alias, api_services):
 
 
 def verifier_on(api_services, alias, cfg) -> Verifier:
-    """The parts ``Services.verifier`` gives the configuration, reading ``alias``'s evidence."""
+    """The parts ``Verification.verifier`` gives the configuration, reading ``alias``'s evidence."""
     from plugin.evidence.retrieve import EvidenceRetriever
 
     base = api_services.verification.verifier(cfg, "default")

@@ -415,7 +415,7 @@ def test_unsupported_ratings_are_retried_once_by_the_client_then_invalid(monkeyp
 
 def test_the_blend_weight_comes_from_the_verifier_unless_the_configuration_sets_one():
     """``head_weight`` None (the packaged configurations): the weight the verifier was given
-    for its LLM (``Services.blend_weight``); a number in the configuration overrides it. At 1
+    for its LLM (``Verification.blend_weight``); a number in the configuration overrides it. At 1
     the LLM's ratings count for nothing, and the result still says the verdict is a blend."""
     conf = cfg("qa-loop", fewshot=0, hyde=False)
     assert conf.head_weight is None
