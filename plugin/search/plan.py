@@ -3,12 +3,15 @@ configuration: ``MatchPlan`` (pure), and the pure steps around fusion that follo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from plugin.models import Fused, Hit, Mode
 from plugin.search.queries import Filters, bm25_query, filter_query, knn_query
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind
+
+#: the prefix of the own-language pass's sub-queries (``RetrievalConfig.own_language``)
+OWN = "own:"
 
 #: In auto mode, fact-checks in the post's own language get this multiplicative boost: about
 #: half a rank at the top of an RRF list (1/61 vs 1/62), enough to break near-ties in favour
@@ -42,6 +45,8 @@ class MatchPlan:
     centering: float = 0.0
     #: the factor for fact-checks in the post's language (auto mode)
     same_lang: float = 1.0
+    #: the own-language pass's weight factor (auto mode with a detected language; 0: none)
+    own_language: float = 0.0
 
     @classmethod
     def decide(cls, req: Any, lang: str | None, config: RetrievalConfig) -> MatchPlan:
@@ -56,13 +61,28 @@ class MatchPlan:
                    weights=config.weights(crosslingual=crosslingual),
                    stand_ins=config.stand_ins() if crosslingual else {},
                    centering=(config.language_centering or 0.0) if crosslingual else 0.0,
-                   same_lang=SAME_LANG_BOOST if mode is Mode.AUTO else 1.0)
+                   same_lang=SAME_LANG_BOOST if mode is Mode.AUTO else 1.0,
+                   own_language=config.own_language if mode is Mode.AUTO and lang is not None else 0.0)
 
     def queries(self, config: RetrievalConfig, texts: Mapping[str, str | None],
-                vectors: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+                vectors: Mapping[str, Any], raw: Mapping[str, Any] | None = None
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
         """The sub-query bodies by retriever name, and their fusion weights, from each query
-        variant's text and (dense) vector. A variant without text (a failed LLM call) sits out."""
-        flt = filter_query(self.filters)
+        variant's text and (dense) vector. A variant without text (a failed LLM call) sits out.
+        With ``own_language``, each retriever again as ``own:<name>``: filtered to the post's
+        language, with ``raw`` (the uncentred vectors; default ``vectors``), weighted as in
+        mono mode times ``own_language``."""
+        bodies = self._bodies(config, texts, vectors, filter_query(self.filters), "")
+        weights = {name: w for name, w in self.weights.items() if name in bodies}
+        if self.own_language > 0:
+            own = replace(self.filters, langs=(self.lang,))
+            bodies |= self._bodies(config, texts, raw if raw is not None else vectors, filter_query(own), OWN)
+            weights |= {OWN + name: w * self.own_language for name, w in config.weights(crosslingual=False).items()
+                        if OWN + name in bodies}
+        return bodies, weights
+
+    def _bodies(self, config: RetrievalConfig, texts: Mapping[str, str | None], vectors: Mapping[str, Any],
+                flt: dict[str, Any] | None, prefix: str) -> dict[str, dict[str, Any]]:
         bodies = {}
         for r in config.retrievers:
             if not texts.get(r.query):
@@ -70,11 +90,11 @@ class MatchPlan:
             if r.kind is RetrieverKind.BM25:
                 # min-max fusion reads the lowest candidate score, which candidates sharing only
                 # stop words with the post set: it keeps them (and ranks as the stored template)
-                bodies[r.name] = bm25_query(texts[r.query], lang=self.lang, filters=flt, size=self.size,
-                                            split=config.fusion is not Fusion.MINMAX)
+                bodies[prefix + r.name] = bm25_query(texts[r.query], lang=self.lang, filters=flt, size=self.size,
+                                                     split=config.fusion is not Fusion.MINMAX)
             else:
-                bodies[r.name] = knn_query(vectors[r.query], filters=flt, size=self.size)
-        return bodies, {name: w for name, w in self.weights.items() if name in bodies}
+                bodies[prefix + r.name] = knn_query(vectors[r.query], filters=flt, size=self.size)
+        return bodies
 
 
 def dense_variants(config: RetrievalConfig, texts: Mapping[str, str | None]) -> list[str]:

@@ -89,6 +89,12 @@ class RetrievalConfig(BaseModel):
     #: In crosslingual and auto mode, subtract this share of the post language's centroid from
     #: the query vector of every dense retriever (``plugin.search.centering``); 0 = off.
     language_centering: float = Field(default=0.0, ge=0, le=2)
+    #: In auto mode, for a post whose language is detected, every retriever runs a second time
+    #: restricted to fact-checks in that language, uncentred, at its monolingual weight times
+    #: this (``own:<retriever>``, ``plugin.search.plan.MatchPlan``): an answer in the post's
+    #: own language then ranks as it would in mono mode, and one in another language must beat
+    #: it on the crosslingual sub-queries alone. 0 = off.
+    own_language: float = Field(default=0.0, ge=0, le=10)
     #: A query adapter (``plugin/artefacts/encoders/<name>``) whose tuned tower embeds the post for
     #: the dense retrievers; fact-check vectors stay the base encoder's, so any index serves it.
     query_encoder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

@@ -58,3 +58,31 @@ def test_a_variant_without_text_sits_out():
     assert "hyde" not in dense_variants(cfg, texts)
     bodies, weights = plan.queries(cfg, texts, {v: [0.0] for v in dense_variants(cfg, texts)})
     assert "dense:hyde" not in bodies and "dense:hyde" not in weights
+
+
+@pytest.mark.parametrize("mode, lang, own", [
+    (Mode.AUTO, "en", 2.0), (Mode.AUTO, None, 0.0), (Mode.CROSS, "en", 0.0), (Mode.MONO, "en", 0.0)])
+def test_the_own_language_pass_runs_in_auto_mode_for_a_detected_language_only(mode, lang, own):
+    plan = MatchPlan.decide(MatchRequest(text="x", mode=mode, k=5), lang, config(own_language=2.0))
+    assert plan.own_language == own
+    bodies, weights = plan.queries(config(own_language=2.0), {"post": "vaccines"}, {"post": [0.1]})
+    assert ("own:dense:post" in bodies) is (own > 0)
+
+
+def test_the_own_language_pass_is_the_mono_search_at_its_weights_beside_the_crosslingual_one():
+    cfg = config(own_language=2.0)
+    plan = MatchPlan.decide(MatchRequest(text="x", mode=Mode.AUTO, k=5), "en", cfg)
+    bodies, weights = plan.queries(cfg, {"post": "vaccines"}, {"post": [0.9]}, raw={"post": [0.1]})
+    # the crosslingual sub-queries as before (centred vector, crosslingual weights, no filter) …
+    assert weights == {"bm25:post": 0.5, "dense:post": 1.0, "own:bm25:post": 4.0, "own:dense:post": 2.0}
+    assert bodies["dense:post"]["query"]["knn"]["embedding"]["vector"] == [0.9]
+    assert "filter" not in bodies["dense:post"]["query"]["knn"]["embedding"]
+    # … and the own-language ones: the uncentred vector, filtered to the post's language, exactly
+    # as a mono plan builds them
+    mono = MatchPlan.decide(MatchRequest(text="x", mode=Mode.MONO, k=5), "en", cfg)
+    mono_bodies, _ = mono.queries(cfg, {"post": "vaccines"}, {"post": [0.1]})
+    assert bodies["own:dense:post"] == mono_bodies["dense:post"]
+    assert bodies["own:bm25:post"] == mono_bodies["bm25:post"]
+    # no uncentred vectors given (nothing was centred): the one vector serves both
+    again, _ = plan.queries(cfg, {"post": "vaccines"}, {"post": [0.1]})
+    assert again["own:dense:post"] == mono_bodies["dense:post"]
