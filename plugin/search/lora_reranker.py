@@ -30,7 +30,8 @@ RERANKERS_DIR = "rerankers"
 RERANKER_BUILDER_VERSION = 1
 #: Manifest keys carried from the adapter into the built folder's ``factsieve_reranker.json``.
 CARRIED = ("kind", "int8", "languages", "dataset_name", "training_rule", "training_query_ids", "max_length", "pooling",
-           "first_stage", "options", "history", "trained_on", "depth", "teacher")
+           "first_stage", "options", "history", "trained_on", "depth", "teacher", "sources", "gate",
+           "warm_start")
 
 
 def reranker_adapter_dir() -> Path:

@@ -36,9 +36,10 @@ from plugin.search.normalize import normalize_post
 from plugin.search.plan import MatchPlan, boost, dense_variants, fused_head, other_language
 from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
-from plugin.search.rerank import (FUSED_ORDER, REPROBE_AFTER, Reranker, RerankGate,  # noqa: F401
-                                  outside_languages, pairs_within, passage, rank_prior_scores,
-                                  measure_pair_ms, reorder, unavailable_reranker, with_rank_prior)
+from plugin.search.rerank import (Reranker, passage, rank_prior_scores,  # noqa: F401
+                                  reorder, unavailable_reranker, with_rank_prior)
+from plugin.search.rerank_gate import (FUSED_ORDER, REPROBE_AFTER, RerankGate,  # noqa: F401
+                                       measure_pair_ms, outside_languages, pairs_within)
 from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
 from plugin.search.variants import VARIANTS
@@ -186,13 +187,14 @@ class Matcher:
         decided = decided or MatchPlan.decide(req, lang, config)
         texts = self.variant_texts(config, text, lang)
         dense = dense_variants(config, texts)
-        vectors = {}
+        vectors, raw = {}, None
         if dense:
             encoder = self.query_encoder_for(config) or self.embedder
             vectors = dict(zip(dense, encoder.encode_queries([texts[v] for v in dense])))
             if centroids is not None and decided.centering:
+                raw = vectors  # the own-language pass searches one language: nothing to centre
                 vectors = {v: center_query(vec, lang, centroids, decided.centering) for v, vec in vectors.items()}
-        return decided.queries(config, texts, vectors)
+        return decided.queries(config, texts, vectors, raw)
 
     def variant_texts(self, config: RetrievalConfig, text: str, lang: str | None) -> dict[str, str | None]:
         """Each query variant ``config`` uses, written (the LLM ones by ``generate``; ``None``

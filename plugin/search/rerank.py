@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: The production default named in the docs and the configuration examples.
 DEFAULT_RERANKER = "BAAI/bge-reranker-v2-m3"
+#: the manifest key of a reranker's measured language gate (``plugin.search.rerank_gate``)
+GATE_KEY = "gate"
 TORCH_HINT = "pip install 'factsieve[torch]'"
 
 
@@ -82,7 +84,7 @@ class OnnxCrossEncoder:
     def __init__(self, folder: Path | str, *, name: str | None = None, max_seq_length: int = 256,
                  batch_size: int = 32, threads: int | None = None,
                  model_file: Path | str | None = None, activation: str = "sigmoid",
-                 languages: Sequence[str] | None = None) -> None:
+                 languages: Sequence[str] | None = None, gate: Mapping[str, Any] | None = None) -> None:
         folder = Path(folder)
         model_path = Path(model_file) if model_file else find_onnx_model(folder)
         if model_path is None or not model_path.is_file():
@@ -95,6 +97,9 @@ class OnnxCrossEncoder:
         self.folder = folder
         #: the languages it was trained on (``None``: not known, so not restricted)
         self.languages = frozenset(languages) if languages else None
+        #: its measured language gate (``GATE_KEY`` of its manifest; ``measured_gate``): where it
+        #: beat the first stage out of fold. ``None``: ``languages`` decides
+        self.gate = dict(gate) if gate else None
         self.model_path = model_path
         self.batch_size = max(1, int(batch_size))
         self.activation = activation
@@ -213,10 +218,11 @@ def load_reranker(name_or_path: str, settings: Settings, *, batch_size: int = 32
         trained = manifest.get("max_length")
         length = max_seq_length or (int(trained) if isinstance(trained, int) else None) \
             or settings.max_seq_length
-        languages = manifest.get("languages")
+        languages, gate = manifest.get("languages"), manifest.get(GATE_KEY)
         return OnnxCrossEncoder(folder, name=name_or_path, max_seq_length=length,
                                 batch_size=batch_size,
-                                languages=languages if isinstance(languages, list) else None)
+                                languages=languages if isinstance(languages, list) else None,
+                                gate=gate if isinstance(gate, dict) else None)
     return SentenceTransformersCrossEncoder(str(folder) if folder is not None else name_or_path,
                                             max_length=max_seq_length, batch_size=batch_size)
 
@@ -276,121 +282,6 @@ def passage(source: dict[str, Any] | None) -> str:
     src = source or {}
     title, claim = src.get("title") or "", src.get("claim") or ""
     return f"{title}\n{claim}" if title and title.strip().lower() != claim.strip().lower() else claim
-
-
-# -- whether, and how far, a match is reranked ----------------------------------------------------
-#: reranking fewer pairs than this cannot change an order worth reporting
-MIN_RERANK_PAIRS = 2
-#: pairs a reranker is tried on before its cost is known
-PROBE_PAIRS = 2
-#: live matches in a row without a pair in the budget after which the measured cost is forgotten
-#: and the next match probes again
-REPROBE_AFTER = 20
-#: how much of a new measurement of a pair's cost the moving average takes in
-PAIR_COST_ALPHA = 0.3
-FUSED_ORDER = "the matches are in fused (first-stage) order"
-
-
-def outside_languages(languages: Any, post_lang: str | None, head: list[Fused]) -> str | None:
-    """Why a reranker trained on ``languages`` must not reorder this head (pure): the post, or a
-    candidate in it, is in a language the reranker never saw, or the post's language is unknown.
-    ``None`` (no restriction known) or a head within them: ``None``, rerank.
-
-    A cross-encoder fine-tuned on English tweets alone reorders other languages worse than the
-    first stage does (the measurement: the Configurations page of the docs, "Languages")."""
-    if not languages:
-        return None
-    allowed = sorted(languages)
-    if post_lang not in languages:
-        return (f"the reranker was trained on {', '.join(allowed)} posts only, and this post is "
-                f"{post_lang or 'in an unknown language'}: {FUSED_ORDER}")
-    others = sorted({lang for f in head if (lang := (f.source or {}).get("lang")) and lang not in languages})
-    if others:
-        return (f"the reranker was trained on {', '.join(allowed)} fact-checks only, and the "
-                f"candidates include {', '.join(others)}: {FUSED_ORDER}")
-    return None
-
-
-#: what the warm-up scores: a post and passages of a typical length (CLEF-2020 tweets and
-#: Snopes claims with their titles are ~200 and ~150 characters)
-_WARM_POST = " ".join(["claims"] * 30)
-_WARM_PASSAGE = " ".join(["checked"] * 20)
-
-
-def measure_pair_ms(reranker: Reranker, top: int, clock: Callable[[], float]) -> float:
-    """What one pair of a ``top``-pair batch costs this reranker here, in ms: the second of two
-    batches of typical length (the first pays the runtime's start-up). The matcher measures it
-    before its first budgeted match, so that match reranks what the budget fits rather than a
-    probe's few pairs; every reranked match refines it (``RerankGate.measured``)."""
-    n = max(top, 1)
-    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
-    t0 = clock()
-    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
-    return (clock() - t0) * 1e3 / n
-
-
-def pairs_within(budget_ms: float | None, pair_ms: float | None, top: int) -> int:
-    """How many of the fused head to rerank: all ``top`` without a budget; ``PROBE_PAIRS`` while
-    the cost of a pair is not measured yet; else as many as fit the budget (pure)."""
-    if budget_ms is None:
-        return top
-    if pair_ms is None:
-        return min(top, PROBE_PAIRS)
-    return min(top, int(budget_ms // max(pair_ms, 1e-6)))
-
-
-class RerankDecision(NamedTuple):
-    #: how many of the fused head to rerank (0: keep the fused order)
-    pairs: int
-    #: what the result says about it, if anything
-    note: str | None
-    #: the gate for the next match
-    gate: RerankGate
-
-
-@dataclass(frozen=True)
-class RerankGate:
-    """Decides whether, and how far, a match is reranked (pure): the request's wish, the
-    configuration's rerank stage and a loaded reranker, the reranker's languages, and the live
-    budget against the measured cost of a pair. It holds that cost and how many budget-starved
-    matches ran in a row: a cost measured during a stall would otherwise turn reranking off for
-    good (nothing reranked, nothing measured again), so after ``REPROBE_AFTER`` it is forgotten."""
-
-    pair_ms: float | None = None
-    starved: int = 0
-
-    def decide(self, config: RetrievalConfig, reranker: Any, *, asked: bool | None,
-               lang: str | None, fused: list[Fused], budget_ms: float | None) -> RerankDecision:
-        stage = config.rerank
-        if asked is False:
-            return RerankDecision(0, None, self)
-        if stage is not None and isinstance(reranker, UnavailableReranker):
-            # configured but broken: its error, whether or not the request asked for reranking
-            return RerankDecision(0, f"the reranker {reranker.name!r} failed to load "
-                                     f"({reranker.reason}): {FUSED_ORDER}", self)
-        if stage is None or reranker is None:
-            note = (f"no reranker is configured for configuration {config.name!r}: {FUSED_ORDER}"
-                    if asked is True else None)
-            return RerankDecision(0, note, self)
-        outside = outside_languages(getattr(reranker, "languages", None), lang, fused[:stage.top])
-        if outside is not None:
-            return RerankDecision(0, outside, self)
-        pairs = pairs_within(budget_ms, self.pair_ms, stage.top)
-        if budget_ms is not None and pairs < MIN_RERANK_PAIRS:
-            note = (f"the rerank budget of {budget_ms:g} ms fits fewer than {MIN_RERANK_PAIRS} pairs "
-                    f"(~{self.pair_ms:.0f} ms a pair measured): {FUSED_ORDER}")
-            starved = self.starved + 1
-            return RerankDecision(0, note, RerankGate() if starved >= REPROBE_AFTER
-                                  else replace(self, starved=starved))
-        note = (f"reranked the top {pairs} of {stage.top} within the {budget_ms:g} ms budget"
-                if pairs < min(stage.top, len(fused)) else None)
-        return RerankDecision(pairs, note, replace(self, starved=0))
-
-    def measured(self, per_pair_ms: float) -> RerankGate:
-        """This gate with a new measurement of one pair's cost in its moving average."""
-        old = self.pair_ms
-        cost = per_pair_ms if old is None else (1 - PAIR_COST_ALPHA) * old + PAIR_COST_ALPHA * per_pair_ms
-        return replace(self, pair_ms=cost)
 
 
 # -- the reranked order ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 import pytest
 
 from plugin.models import Fused, Hit
-from plugin.search.rerank import MIN_RERANK_PAIRS, REPROBE_AFTER, RerankGate, UnavailableReranker, reorder
+from plugin.search.rerank import UnavailableReranker, reorder
+from plugin.search.rerank_gate import FUSED_ORDER, MIN_RERANK_PAIRS, REPROBE_AFTER, RerankGate
 from plugin.search.retrieval import Rerank, RetrievalConfig
 
 CFG = RetrievalConfig.model_validate({"name": "t", "retrievers": [{"kind": "bm25"}],
@@ -78,7 +79,7 @@ def test_reorder_puts_the_head_in_the_reranker_s_order_and_keeps_the_tail():
 
 
 def test_the_cost_of_a_pair_is_measured_on_a_second_batch_of_the_head():
-    from plugin.search.rerank import measure_pair_ms
+    from plugin.search.rerank_gate import measure_pair_ms
 
     class Slow:
         def __init__(self):
@@ -92,3 +93,56 @@ def test_the_cost_of_a_pair_is_measured_on_a_second_batch_of_the_head():
     ce = Slow()
     assert measure_pair_ms(ce, 10, lambda: ce.now) == pytest.approx(90.0)
     assert ce.calls == [10, 10]
+
+
+# -- the measured language gate -----------------------------------------------------------------
+def _langs(*langs):
+    return [Fused(id=str(i), score=1.0, rank=i,
+                  contributions={"q": Hit(str(i), 1.0, i, "q", {"lang": lang} if lang else {})})
+            for i, lang in enumerate(langs, start=1)]
+
+
+GATE = {"rows": {
+    "en": {"same": {"n": 80, "first_stage": 0.9, "reranked": 0.95, "rerank": True},
+           "mixed": {"n": 60, "first_stage": 0.8, "reranked": 0.84, "rerank": True}},
+    "ar": {"same": {"n": 70, "first_stage": 0.95, "reranked": 0.93, "rerank": False}},
+    "*": {"mixed": {"n": 200, "first_stage": 0.7, "reranked": 0.75, "rerank": True}}}}
+
+
+def test_a_head_is_same_language_when_every_candidate_with_a_language_is_the_post_s():
+    from plugin.search.rerank_gate import head_kind
+
+    assert head_kind("en", _langs("en", None, "en")) == "same"
+    assert head_kind("en", _langs("en", "fr")) == "mixed"
+    assert head_kind(None, _langs("en")) == "mixed" and head_kind(None, _langs(None)) == "same"
+
+
+def test_the_measured_gate_reranks_where_its_row_says_it_beat_the_first_stage_and_says_why_not_elsewhere():
+    from plugin.search.rerank_gate import measured_gate
+
+    assert measured_gate(GATE, "en", _langs("en", "en")) is None
+    assert measured_gate(GATE, "en", _langs("en", "ko")) is None
+    note = measured_gate(GATE, "ar", _langs("ar", "ar"))
+    assert "did not beat the first stage on ar posts with same-language candidates" in note
+    assert "0.95 → 0.93 over 70" in note and note.endswith(FUSED_ORDER)
+    # no row of its own: the pooled languages' row, else not measured
+    assert measured_gate(GATE, "sq", _langs("sq", "en")) is None
+    assert "not measured on sq posts with same-language candidates" in measured_gate(GATE, "sq", _langs("sq"))
+    assert "not measured on ar posts with mixed-language" in measured_gate(GATE, "ar", _langs("ar", "en"))
+
+
+def test_a_reranker_with_a_measured_gate_is_gated_by_it_and_one_without_by_its_languages():
+    from plugin.search.rerank_gate import refusal
+
+    class Measured:
+        gate, languages = GATE, frozenset({"en"})
+
+    class Listed:
+        gate, languages = None, frozenset({"en"})
+
+    assert refusal(Measured(), "en", _langs("en", "fr")) is None  # the table allows mixed en heads
+    assert "candidates include fr" in refusal(Listed(), "en", _langs("en", "fr"))
+    cfg = RetrievalConfig.model_validate({"name": "r", "retrievers": [{"kind": "dense"}],
+                                          "rerank": {"model": "m", "top": 2}})
+    decided = RerankGate().decide(cfg, Measured(), asked=None, lang="ar", fused=_langs("ar", "ar"), budget_ms=None)
+    assert decided.pairs == 0 and "did not beat" in decided.note

@@ -1,0 +1,167 @@
+"""Whether, and how far, a match is reranked (pure): the request's wish, the configuration's
+rerank stage and a loaded reranker, the reranker's measured language gate (or the languages it
+was trained on), and the live budget against the measured cost of a pair. ``RerankGate`` is the
+one place that decides it; ``plugin.search.matcher`` asks it before every rerank."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from plugin.models import Fused
+from plugin.search.rerank import GATE_KEY, Reranker, UnavailableReranker  # noqa: F401 (GATE_KEY: re-exported)
+from plugin.search.retrieval import RetrievalConfig
+
+
+#: reranking fewer pairs than this cannot change an order worth reporting
+MIN_RERANK_PAIRS = 2
+#: pairs a reranker is tried on before its cost is known
+PROBE_PAIRS = 2
+#: live matches in a row without a pair in the budget after which the measured cost is forgotten
+#: and the next match probes again
+REPROBE_AFTER = 20
+#: how much of a new measurement of a pair's cost the moving average takes in
+PAIR_COST_ALPHA = 0.3
+FUSED_ORDER = "the matches are in fused (first-stage) order"
+
+
+def outside_languages(languages: Any, post_lang: str | None, head: list[Fused]) -> str | None:
+    """Why a reranker trained on ``languages`` must not reorder this head (pure): the post, or a
+    candidate in it, is in a language the reranker never saw, or the post's language is unknown.
+    ``None`` (no restriction known) or a head within them: ``None``, rerank.
+
+    A cross-encoder fine-tuned on English tweets alone reorders other languages worse than the
+    first stage does (the measurement: the Configurations page of the docs, "Languages")."""
+    if not languages:
+        return None
+    allowed = sorted(languages)
+    if post_lang not in languages:
+        return (f"the reranker was trained on {', '.join(allowed)} posts only, and this post is "
+                f"{post_lang or 'in an unknown language'}: {FUSED_ORDER}")
+    others = sorted({lang for f in head if (lang := (f.source or {}).get("lang")) and lang not in languages})
+    if others:
+        return (f"the reranker was trained on {', '.join(allowed)} fact-checks only, and the "
+                f"candidates include {', '.join(others)}: {FUSED_ORDER}")
+    return None
+
+
+#: the gate table's row for post languages it has no row of their own for
+OTHER_LANGUAGES = "*"
+
+
+def head_kind(post_lang: str | None, head: list[Fused]) -> str:
+    """``"same"`` when every candidate of the head whose language is known is in the post's
+    language, else ``"mixed"`` (pure)."""
+    langs = {lang for f in head if (lang := (f.source or {}).get("lang"))}
+    return "same" if langs <= {post_lang} else "mixed"
+
+
+def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fused]) -> str | None:
+    """Why a reranker with a measured ``gate`` must not reorder this head, or ``None`` (pure).
+
+    The table (``plugin.lab.reranker.gate`` measures it, the manifest carries it) has a row per
+    post language and head kind (``head_kind``): whether reranking beat the first stage's order
+    on held-out posts of that kind. Languages without a row of their own take the
+    ``OTHER_LANGUAGES`` row (the languages measured too thinly to stand alone, pooled); a head
+    with no row at all keeps the fused order, and says so."""
+    kind = head_kind(post_lang, head)
+    rows = gate.get("rows") or {}
+    what = f"{post_lang or 'unknown-language'} posts with {'mixed-language' if kind == 'mixed' else 'same-language'} candidates"
+    row = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get(kind)
+    if not isinstance(row, Mapping):
+        return f"the reranker was not measured on {what}: {FUSED_ORDER}"
+    if not row.get("rerank"):
+        return (f"the reranker did not beat the first stage on {what} (MAP@5 {row.get('first_stage')} "
+                f"→ {row.get('reranked')} over {row.get('n')} held-out posts): {FUSED_ORDER}")
+    return None
+
+
+def refusal(reranker: Any, post_lang: str | None, head: list[Fused]) -> str | None:
+    """Why ``reranker`` must not reorder this head: its measured gate when it has one, else the
+    languages it was trained on (``outside_languages``); ``None``: rerank."""
+    gate = getattr(reranker, "gate", None)
+    if gate:
+        return measured_gate(gate, post_lang, head)
+    return outside_languages(getattr(reranker, "languages", None), post_lang, head)
+
+
+#: what the warm-up scores: a post and passages of a typical length (CLEF-2020 tweets and
+#: Snopes claims with their titles are ~200 and ~150 characters)
+_WARM_POST = " ".join(["claims"] * 30)
+_WARM_PASSAGE = " ".join(["checked"] * 20)
+
+
+def measure_pair_ms(reranker: Reranker, top: int, clock: Callable[[], float]) -> float:
+    """What one pair of a ``top``-pair batch costs this reranker here, in ms: the second of two
+    batches of typical length (the first pays the runtime's start-up). The matcher measures it
+    before its first budgeted match, so that match reranks what the budget fits rather than a
+    probe's few pairs; every reranked match refines it (``RerankGate.measured``)."""
+    n = max(top, 1)
+    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
+    t0 = clock()
+    reranker.score(_WARM_POST, [_WARM_PASSAGE] * n)
+    return (clock() - t0) * 1e3 / n
+
+
+def pairs_within(budget_ms: float | None, pair_ms: float | None, top: int) -> int:
+    """How many of the fused head to rerank: all ``top`` without a budget; ``PROBE_PAIRS`` while
+    the cost of a pair is not measured yet; else as many as fit the budget (pure)."""
+    if budget_ms is None:
+        return top
+    if pair_ms is None:
+        return min(top, PROBE_PAIRS)
+    return min(top, int(budget_ms // max(pair_ms, 1e-6)))
+
+
+class RerankDecision(NamedTuple):
+    #: how many of the fused head to rerank (0: keep the fused order)
+    pairs: int
+    #: what the result says about it, if anything
+    note: str | None
+    #: the gate for the next match
+    gate: RerankGate
+
+
+@dataclass(frozen=True)
+class RerankGate:
+    """Decides whether, and how far, a match is reranked (pure): the request's wish, the
+    configuration's rerank stage and a loaded reranker, the reranker's languages, and the live
+    budget against the measured cost of a pair. It holds that cost and how many budget-starved
+    matches ran in a row: a cost measured during a stall would otherwise turn reranking off for
+    good (nothing reranked, nothing measured again), so after ``REPROBE_AFTER`` it is forgotten."""
+
+    pair_ms: float | None = None
+    starved: int = 0
+
+    def decide(self, config: RetrievalConfig, reranker: Any, *, asked: bool | None,
+               lang: str | None, fused: list[Fused], budget_ms: float | None) -> RerankDecision:
+        stage = config.rerank
+        if asked is False:
+            return RerankDecision(0, None, self)
+        if stage is not None and isinstance(reranker, UnavailableReranker):
+            # configured but broken: its error, whether or not the request asked for reranking
+            return RerankDecision(0, f"the reranker {reranker.name!r} failed to load "
+                                     f"({reranker.reason}): {FUSED_ORDER}", self)
+        if stage is None or reranker is None:
+            note = (f"no reranker is configured for configuration {config.name!r}: {FUSED_ORDER}"
+                    if asked is True else None)
+            return RerankDecision(0, note, self)
+        outside = refusal(reranker, lang, fused[:stage.top])
+        if outside is not None:
+            return RerankDecision(0, outside, self)
+        pairs = pairs_within(budget_ms, self.pair_ms, stage.top)
+        if budget_ms is not None and pairs < MIN_RERANK_PAIRS:
+            note = (f"the rerank budget of {budget_ms:g} ms fits fewer than {MIN_RERANK_PAIRS} pairs "
+                    f"(~{self.pair_ms:.0f} ms a pair measured): {FUSED_ORDER}")
+            starved = self.starved + 1
+            return RerankDecision(0, note, RerankGate() if starved >= REPROBE_AFTER
+                                  else replace(self, starved=starved))
+        note = (f"reranked the top {pairs} of {stage.top} within the {budget_ms:g} ms budget"
+                if pairs < min(stage.top, len(fused)) else None)
+        return RerankDecision(pairs, note, replace(self, starved=0))
+
+    def measured(self, per_pair_ms: float) -> RerankGate:
+        """This gate with a new measurement of one pair's cost in its moving average."""
+        old = self.pair_ms
+        cost = per_pair_ms if old is None else (1 - PAIR_COST_ALPHA) * old + PAIR_COST_ALPHA * per_pair_ms
+        return replace(self, pair_ms=cost)
