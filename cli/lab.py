@@ -13,7 +13,7 @@ from cli.measure import (cmd_bench, cmd_bench_evidence, cmd_calibrate, cmd_evalu
                          cmd_lookup_threshold, cmd_tune)
 from cli.train import (cmd_reranker_distil, cmd_reranker_fit, cmd_reranker_import, cmd_reranker_lora,
                        cmd_reranker_lora_import, cmd_reranker_lora_pack, cmd_reranker_mine, cmd_reranker_pack,
-                       cmd_reranker_prior, cmd_train_query_encoder)
+                       cmd_reranker_prior, cmd_reranker_weak_pairs, cmd_train_query_encoder)
 
 
 def _groups_from(sp: argparse.ArgumentParser) -> None:
@@ -21,7 +21,8 @@ def _groups_from(sp: argparse.ArgumentParser) -> None:
     source = sp.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", type=Path, metavar="DIR",
                         help="dataset folder: mine its training queries' groups now")
-    source.add_argument("--groups", type=Path, metavar="FILE", help="groups written by `train-reranker mine`")
+    source.add_argument("--groups", type=Path, metavar="FILE", action="append",
+                        help="groups written by `train-reranker mine` (repeatable: trained as one set)")
     _first_stage(sp)
 
 
@@ -112,6 +113,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--baseline", metavar="NAME[,NAME...]", help="configurations scored on the same queries")
     sp.add_argument("--folds", type=int, default=5)
     sp.add_argument("--repeats", type=int, default=10, help="shuffles of the folds")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...]: tune on these query splits only (e.g. train)")
+    sp.add_argument("--extra-corpus", type=Path, action="append", metavar="DIR",
+                    help="a corpus without queries indexed beside the dataset's fact-checks (repeatable)")
 
     sp = add("calibrate", cmd_calibrate, "fit a configuration's confidence model on a dataset's training queries")
     sp.add_argument("--dataset", type=Path, help=f"dataset folder with a train split (default {DEFAULT_DATASET} when present)")
@@ -198,6 +202,14 @@ def register(sub: Any, add: Any) -> None:
              "accelerator box (fit, pack, import; need factsieve[train])")
     steps = sub.add_parser("train-reranker", help=help_, description=help_).add_subparsers(
         dest="reranker_command", required=True, metavar="STEP")
+    sp = add("weak-pairs", cmd_reranker_weak_pairs,
+             "write a dataset of weak pairs (an article's claim → its title) from a corpus of fact-checks "
+             "in many languages, to mine and train on", steps)
+    sp.add_argument("--corpus", type=Path, required=True, metavar="DIR",
+                    help="a folder with factchecks.jsonl (claim and title of each article)")
+    sp.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset folder to write")
+    sp.add_argument("--per-lang", type=int, default=60, metavar="N",
+                    help="training pairs kept per language (the rest: dev or spare)")
     sp = add("mine", cmd_reranker_mine,
              "mine training groups with hard negatives from the first stage into a file (no torch)", steps)
     sp.add_argument("--dataset", type=Path, required=True, metavar="DIR",
@@ -228,6 +240,9 @@ def register(sub: Any, add: Any) -> None:
                     help="keep a sha1-chosen slice of the training queries out and score it each epoch; writes nothing")
     sp.add_argument("--fold", metavar="I/K", help="train outside fold I of K (sha1 of the query id) and write the "
                                                "adapter: out-of-fold scores for choosing the rerank blend")
+    sp.add_argument("--warm", metavar="NAME",
+                    help="start from this committed reranker adapter: its deltas below --layers frozen "
+                         "and kept, its top deltas and head trained further")
     sp.add_argument("--rank", type=int, default=d2.rank)
     sp.add_argument("--layers", type=int, default=d2.layers, help="top layers adapted")
     sp.add_argument("--lr", type=float, default=d2.lr, help="the LoRA deltas' learning rate")

@@ -65,9 +65,11 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
 
 def cmd_tune(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.evaluate.cv import tune
-    from plugin.learn.train.datasets import load_dataset
+    from plugin.learn.train.datasets import load_dataset, with_extra_corpus
 
     dataset = load_dataset(dataset_path(args.dataset))
+    for corpus in args.extra_corpus or ():
+        dataset = with_extra_corpus(dataset, corpus)
     config = next(iter(select_configs(args.configs_file, args.config).values()))
     baselines = select_configs(args.configs_file, args.baseline) if args.baseline else {}
     try:
@@ -77,7 +79,8 @@ def cmd_tune(args: argparse.Namespace, services: Services) -> int:
     try:
         dump(tune(services.store, services.embedder, services.settings, dataset, config, args.param,
                   values, modes=[m.strip() for m in args.mode.split(",") if m.strip()],
-                  baselines=baselines, folds=args.folds, repeats=args.repeats))
+                  baselines=baselines, folds=args.folds, repeats=args.repeats,
+                  splits=split_names(args.split) if args.split else None))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     return 0

@@ -57,7 +57,7 @@ def _source(args: argparse.Namespace) -> GroupSource:
     from plugin.lab.reranker.groups import GroupSource
 
     return GroupSource(dataset=_existing("--dataset", args.dataset),
-                       file=_existing("--groups", args.groups), mining=_mining(args))
+                       files=tuple(_existing("--groups", f) for f in args.groups or ()), mining=_mining(args))
 
 
 def _train_options(args: argparse.Namespace) -> TrainOptions:
@@ -66,6 +66,14 @@ def _train_options(args: argparse.Namespace) -> TrainOptions:
     return TrainOptions(epochs=args.epochs, negatives=args.negatives, pool=args.pool,
                         max_length=args.max_length, batch_size=args.batch_size, lr=args.lr,
                         seed=args.seed, loss=args.loss, train_layers=args.train_layers or None)
+
+
+def cmd_reranker_weak_pairs(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.weak_pairs import write_weak_pairs
+
+    dump(write_weak_pairs(_existing("--corpus", args.corpus),
+                          args.out, parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6)))
+    return 0
 
 
 def cmd_reranker_mine(args: argparse.Namespace, services: Services) -> int:
@@ -105,7 +113,7 @@ def cmd_reranker_lora(args: argparse.Namespace, services: Services) -> int:
                                   epochs=args.epochs, negatives=args.negatives,
                                   max_length=args.max_length, seed=args.seed)
     dump(train_lora_reranker(services.settings, _source(args), args.name, args.out, options,
-                             holdout=args.holdout, fold=_fold(args.fold)))
+                             holdout=args.holdout, fold=_fold(args.fold), warm=args.warm))
     return 0
 
 

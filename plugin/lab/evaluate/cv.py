@@ -70,27 +70,30 @@ def per_query(matcher: Matcher, config: RetrievalConfig, queries: Sequence[dict[
 def tune(store: Any, embedder: Any, settings: Any, dataset: Dataset, config: RetrievalConfig,
          param: str, values: Sequence[float], *, modes: Sequence[str] = ("auto",),
          baselines: Mapping[str, RetrievalConfig] | None = None, folds: int = 5,
-         repeats: int = 10) -> dict[str, Any]:
+         repeats: int = 10, splits: Sequence[str] | None = None) -> dict[str, Any]:
     """Every value of ``config``'s ``param`` on the dataset's queries in each mode (``auto``:
     every query; ``cross``/``mono``: the queries of crosslingual/monolingual pairs, as
     ``evaluate`` runs them), cross-validated on AP@5; ``baselines`` (other configurations) scored
-    on the same queries for comparison."""
+    on the same queries for comparison. ``splits``: only the queries of these splits (tune on
+    ``train``; report the others once, with ``evaluate``)."""
     if param not in RetrievalConfig.model_fields or param in ("name", "retrievers", "rerank"):
         raise ValueError(f"{param!r} is not a numeric configuration field")
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
     matcher = Matcher(store, embedder, settings, alias=alias, config=config)
-    out: dict[str, Any] = {"dataset": str(dataset.path), "config": config.name, "param": param,
-                           "values": list(values), "modes": {}}
+    queries = [q for q in dataset.queries if splits is None or q.get("split") in splits]
+    out: dict[str, Any] = {"dataset": str(dataset.path), "extra_corpora": [str(p) for p in dataset.extra],
+                           "config": config.name, "param": param, "values": list(values),
+                           "splits": list(splits) if splits else "all", "modes": {}}
     for mode_name in modes:
         mode = Mode.parse(mode_name)
         qrels = dataset.qrels["all" if mode is Mode.AUTO or not dataset.has_pair_kinds else mode.value]
-        per_value = {v: per_query(matcher, config.model_copy(update={param: v}), dataset.queries, qrels, mode)
+        per_value = {v: per_query(matcher, config.model_copy(update={param: v}), queries, qrels, mode)
                      for v in values}
         cv = cross_validate({v: {q: s["AP@5"] for q, s in got.items()} for v, got in per_value.items()},
                             folds=folds, repeats=repeats)
         base = {}
         for name, cfg in (baselines or {}).items():
-            got = per_query(matcher, cfg, dataset.queries, qrels, mode)
+            got = per_query(matcher, cfg, queries, qrels, mode)
             base[name] = {"MAP@5": round(statistics.fmean(s["AP@5"] for s in got.values()), 4),
                           "S@10": round(statistics.fmean(s["S@10"] for s in got.values()), 4),
                           # the same folds' spread, for a fair comparison with the held-out score

@@ -82,9 +82,17 @@ def training_queries(configs: dict[str, RetrievalConfig], settings: Settings,
             except ModelUnavailable:
                 pass
         for manifest in manifests:
-            if manifest.get("dataset_name") == dataset.name:
-                seen |= {str(q) for q in manifest.get("training_query_ids", [])}
+            seen |= trained_queries_of(manifest, dataset.path.name)
     return seen
+
+
+def trained_queries_of(manifest: dict[str, Any], dataset_name: str) -> set[str]:
+    """The queries of dataset ``dataset_name`` (its folder's name) a model's manifest says it
+    trained on: its own list when it trained on that dataset alone, the matching entry of its
+    ``sources`` when it trained on several (pure)."""
+    sources = manifest.get("sources") or [manifest]
+    return {str(q) for src in sources if src.get("dataset_name") == dataset_name
+            for q in src.get("training_query_ids", [])}
 
 
 def query_split(dataset: Dataset, scored: Iterable[str], excluded: set[str]) -> str:

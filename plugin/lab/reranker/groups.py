@@ -122,23 +122,50 @@ def export_groups(settings: Settings, dataset_path: Path, dest: Path,
 
 @dataclass(frozen=True)
 class GroupSource:
-    """Where a training step takes its groups from: a file written by ``mine`` (no OpenSearch
-    needed), or a dataset mined on the spot."""
+    """Where a training step takes its groups from: files written by ``mine`` (no OpenSearch
+    needed; several: one training set of their union, each file's split kept), or a dataset
+    mined on the spot."""
 
     dataset: Path | None = None
-    file: Path | None = None
+    files: tuple[Path, ...] = ()
     mining: MiningOptions = field(default_factory=MiningOptions)
 
     def check(self) -> None:
-        if (self.dataset is None) == (self.file is None):
+        if (self.dataset is None) == (not self.files):
             raise BadInput("give --dataset (to mine training groups) or --groups FILE, not both")
 
     def load(self, settings: Settings) -> tuple[list[TrainingGroup], dict[str, Any]]:
         self.check()
-        if self.file is not None:
-            return load_groups(self.file)
+        if self.files:
+            return merge_sources([load_groups(f) for f in self.files])
         assert self.dataset is not None  # check() saw to it
         return mine(settings, self.dataset, self.mining)
+
+
+def merge_sources(loaded: list[tuple[list[TrainingGroup], dict[str, Any]]]
+                  ) -> tuple[list[TrainingGroup], dict[str, Any]]:
+    """One training set from several groups files (pure): their groups in order, and a header
+    that keeps each file's own (``sources``: its dataset and training query ids, so an
+    evaluation of any of those datasets leaves out what was trained on). One file: its own
+    header. A query id in two files is refused: it would train twice under one name."""
+    if len(loaded) == 1:
+        return loaded[0]
+    seen: dict[str, str] = {}
+    for groups, meta in loaded:
+        for qid in {g.query_id for g in groups}:
+            if qid in seen:
+                raise BadInput(f"query id {qid!r} is in the groups of both {seen[qid]} and "
+                               f"{meta.get('dataset_name')}")
+            seen[qid] = str(meta.get("dataset_name"))
+    metas = [meta for _, meta in loaded]
+    first_stages = sorted({str(m.get("first_stage")) for m in metas})
+    return [g for groups, _ in loaded for g in groups], {
+        "dataset_name": "+".join(str(m.get("dataset_name")) for m in metas),
+        "split_rule": "; ".join(f"{m.get('dataset_name')}: {m.get('split_rule')}" for m in metas),
+        "first_stage": first_stages[0] if len(first_stages) == 1 else ",".join(first_stages),
+        "training_query_ids": sorted(seen, key=lambda s: (len(s), s)),
+        "sources": [{k: m.get(k) for k in ("dataset", "dataset_name", "split_rule", "first_stage",
+                                           "training_query_ids")} for m in metas]}
 
 
 # -- epochs ---------------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ def split_groups(groups: Sequence[TrainingGroup], *, holdout: bool = False,
 
 def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                         options: LoraRerankerOptions | None = None, *,
-                        holdout: bool = False, fold: tuple[int, int] | None = None) -> dict[str, Any]:
+                        holdout: bool = False, fold: tuple[int, int] | None = None,
+                        warm: str | None = None) -> dict[str, Any]:
     """Train on ``source``'s groups (``GroupSource``: mined now or read from ``mine``'s file) and
     write ``<out>/<name>.npz`` + ``.json`` (default ``build/artefacts/rerankers/``; never into the
     package: ``plugin.artefacts.outside_package``).
@@ -52,7 +53,10 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     written then: it is how the options were chosen. ``fold=(i, k)`` trains outside fold ``i`` of
     ``k`` (``query_tower.fold_of``, sha1 of the query id), scores fold ``i`` each epoch, and writes
     the adapter: its manifest lists what it saw, so scores on fold ``i`` are out-of-fold (for
-    choosing how its scores blend with the first stage's ranks)."""
+    choosing how its scores blend with the first stage's ranks). ``warm``: a committed reranker
+    adapter to start from (``warm_start``): its deltas below the top ``options.layers`` are
+    merged into the frozen encoder and written with the result, its top deltas and head are
+    where training starts."""
     from datetime import datetime, timezone
     from pathlib import Path
 
@@ -75,7 +79,11 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     base = base_model_dir(settings)
     shape, weights = read_base_weights(base)
     tok, _pad, _len = open_tokenizer(base, options.max_length)
-    scorer = PairScorer(jax, shape, weights, options)
+    start, kept, warm_info = warm_start(warm, shape.layers, options) if warm else (None, {}, None)
+    if start is not None:  # the frozen layers carry the start's deltas; the trained ones start bare
+        top = top_prefixes(shape.layers, options)
+        weights = {**start.merged(weights), **{k: v for k, v in weights.items() if k.startswith(top)}}
+    scorer = PairScorer(jax, shape, weights, options, start=start)
 
     def cache(gs: Sequence[TrainingGroup]) -> list[list[np.ndarray]]:
         return scorer.cache_groups(encode_pairs(tok, gs, options.negatives))
@@ -102,11 +110,12 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
                               "options": asdict(options), "history": history, "seconds": seconds}
     if holdout:
         return result
-    deltas = {k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params["lora"].items()}
+    deltas = {**kept, **{k: (np.asarray(a), np.asarray(b)) for k, (a, b) in params["lora"].items()}}
     head = {k: np.asarray(v) for k, v in params["head"].items()}
     manifest = {
         **adapter_manifest(settings, meta, {g.query_id for g in fit_groups}, options.max_length, fold),
-        "layers": list(range(scorer.tower.first, shape.layers)),
+        "layers": sorted({int(k.split(".")[2]) for k in deltas}),
+        **({"warm_start": warm_info} if warm_info else {}),
         "options": asdict(options), "history": history, "seconds": seconds,
         "trained_on": "CPU (JAX)", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     path = save_adapter(folder, name, deltas, options.scale, manifest, whole=head)
@@ -121,11 +130,40 @@ def train_lora_reranker(settings: Any, source: Any, name: str, out: Any = None,
     return result
 
 
+def top_prefixes(depth: int, options: LoraRerankerOptions) -> tuple[str, ...]:
+    """The weight-name prefixes of the top ``options.layers`` of a ``depth``-layer encoder."""
+    return tuple(f"encoder.layer.{i}." for i in range(depth - options.layers, depth))
+
+
+def warm_start(name: str, depth: int, options: LoraRerankerOptions
+               ) -> tuple[Any, dict[str, tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
+    """The committed reranker adapter ``name`` to start from, its deltas below the trained top
+    layers (kept as they are and written with the result), and what the manifest says of it.
+    Refuses an adapter of another rank, or one without deltas on the trained layers."""
+    from plugin.embedding.query_tower import adapter_digest
+    from plugin.search.lora_reranker import find_reranker_adapter, reranker_adapter_dir
+
+    adapter = find_reranker_adapter(name)
+    if adapter.rank != options.rank:
+        raise BadInput(f"--warm {name!r} has rank {adapter.rank}; train with --rank {adapter.rank}")
+    top = top_prefixes(depth, options)
+    kept = {k: (np.asarray(a), np.asarray(b)) for k, (a, b) in adapter.deltas.items() if not k.startswith(top)}
+    return adapter, kept, {"name": name, "sha256": adapter_digest(name, reranker_adapter_dir()),
+                           "frozen_deltas": len(kept)}
+
+
 def adapter_manifest(settings: Any, meta: dict[str, Any], train_ids: set[str], max_length: int,
                      fold: tuple[int, int] | None = None) -> dict[str, Any]:
     """What a reranker adapter's manifest says of its base, its pairs and what it trained on
-    (``meta``: the groups' source's); the trainer adds its layers, options and history."""
-    languages = training_languages(meta.get("dataset"), train_ids)
+    (``meta``: the groups' source's; several datasets' groups: each in ``sources``, with the
+    training queries of it that were trained on); the trainer adds its layers, options and
+    history."""
+    sources = [{**src, "training_query_ids": sorted(set(map(str, src.get("training_query_ids") or ())) & train_ids,
+                                                    key=lambda s: (len(s), s))}
+               for src in meta.get("sources") or ()]
+    languages = sorted(set().union(*(training_languages(src.get("dataset"), set(src["training_query_ids"]))
+                                     for src in sources))) if sources \
+        else training_languages(meta.get("dataset"), train_ids)
     return {
         "base_model": settings.embedding_model, "kind": "cross-encoder-lora", "pooling": "mean",
         "max_length": max_length, "dataset_name": meta.get("dataset_name"),
@@ -133,6 +171,8 @@ def adapter_manifest(settings: Any, meta: dict[str, Any], train_ids: set[str], m
             f", outside fold {fold[0]} of {fold[1]} (sha1 of the id)" if fold else ""),
         "first_stage": meta.get("first_stage"),
         "training_query_ids": sorted(train_ids, key=lambda s: (len(s), s)),
+        **({"sources": [{k: src.get(k) for k in ("dataset_name", "split_rule", "training_query_ids")}
+                        for src in sources]} if sources else {}),
         # ``Matcher`` reranks only posts and fact-checks in these (``outside_languages``)
         **({"languages": languages} if languages else {})}
 

@@ -177,7 +177,7 @@ def test_options_round_trip_and_a_source_is_one_of_two(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="--max-length"):
         TrainOptions(max_length=8)
     with pytest.raises(BadInput, match="not both"):
-        GroupSource(dataset=tmp_path, file=tmp_path / "g.jsonl").check()
+        GroupSource(dataset=tmp_path, files=(tmp_path / "g.jsonl",)).check()
 
 
 def test_validation_holds_out_whole_queries() -> None:
