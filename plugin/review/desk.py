@@ -38,6 +38,14 @@ Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]],
                    dict[str, dict[str, Any]]], Any]
 
 
+#: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
+_ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
+                "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
+                "last_decision", "image")
+#: every field of a stored item (a decision writes the item back whole)
+_STORED_FIELDS = (*_ITEM_FIELDS, "image_thumbnail")
+
+
 @dataclass(frozen=True)
 class Decided:
     """What a batch of decisions did. ``recorded``: the decisions written (their webhooks sent);
@@ -132,11 +140,12 @@ class ReviewDesk:
             pass  # decided meanwhile: the reviewer's decision stands
         return True
 
-    def _hits(self, tenant: str, post_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``."""
+    def _hits(self, tenant: str, post_ids: list[str],
+              fields: tuple[str, ...] = _ITEM_FIELDS) -> dict[str, dict[str, Any]]:
+        """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``, with ``fields``."""
         self.ensure()
         ids = {item_id(tenant, p): p for p in post_ids}
-        found = self.store.mget(self.items, list(ids), source=list(_ITEM_FIELDS))
+        found = self.store.mget(self.items, list(ids), source=list(fields))
         return {ids[i]: h for i, h in found.items() if h["_source"].get("tenant") == tenant}
 
     def item(self, tenant: str, post_id: str) -> dict[str, Any]:
@@ -216,7 +225,9 @@ class ReviewDesk:
         source = Origin.parse(origin, "origin")
         wanted = validate_decisions(decisions, self.settings.review_bulk_max,
                                     self.settings.review_note_max_chars)
-        hits = self._hits(tenant, [d["post_id"] for d in wanted])
+        # the whole stored item: a decision rewrites it, so what the API does not show (the
+        # desk's thumbnail) must be read too, or the decided item loses it
+        hits = self._hits(tenant, [d["post_id"] for d in wanted], _STORED_FIELDS)
         missing = [d["post_id"] for d in wanted if d["post_id"] not in hits]
         if missing:
             raise NotFound(f"no review item for post{'s' if len(missing) > 1 else ''} "
@@ -341,12 +352,6 @@ class ReviewDesk:
         for hit in self.store.sorted_hits(self.log, q.export_query(tenant, since), size=page_size):
             if hit["_source"]["id"] not in dropped:
                 yield from training_pairs(hit["_source"])
-
-
-#: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
-_ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
-                "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
-                "last_decision", "image")
 
 
 def _conflict(done: Decided) -> DecisionConflict:

@@ -224,3 +224,10 @@ def test_review_json_is_byte_compatible(monkeypatch):
     assert list(got) == list(want)
     for name in want:
         assert got[name] == want[name], name
+
+
+def test_a_decided_item_keeps_its_thumbnail(monkeypatch):
+    """A decision writes the item back whole: the desk's thumbnail (which the API never shows)
+    must survive it, or the item's page loses its picture once decided."""
+    stored = json.loads(_scenario(monkeypatch)["stored review p1 rv_" + _item_hash("p1")])
+    assert stored["status"] == "rejected" and stored["image_thumbnail"] == "/9hqcGVn"
