@@ -10,7 +10,7 @@ byte what it was (``tests/unit/review/test_snapshots.py``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -126,40 +126,33 @@ class ShownCandidate:
 
 
 @dataclass(frozen=True)
-class ReviewCandidate:
-    """One of a review item's candidates: the fact-check as the reviewer sees it, and its place."""
+class ReviewCandidate(ShownCandidate):
+    """One of a review item's candidates: its place (``ShownCandidate``, what a decision keeps of
+    it) and the fact-check as the reviewer sees it."""
 
-    factcheck_id: str
     claim: str | None = None
     rating: str | None = None
     publisher: str | None = None
     date: str | None = None
     url: str | None = None
     lang: str | None = None
-    rank: int | None = None
-    score: float | None = None
-    confidence: float | None = None
-    confidence_packaged: float | None = None
-    signals: CandidateSignals | None = None
 
     @classmethod
     def from_source(cls, src: Mapping[str, Any]) -> ReviewCandidate:
-        return cls(factcheck_id=src["factcheck_id"], claim=src.get("claim"), rating=src.get("rating"),
-                   publisher=src.get("publisher"), date=src.get("date"), url=src.get("url"),
-                   lang=src.get("lang"), rank=src.get("rank"), score=src.get("score"),
-                   confidence=src.get("confidence"), confidence_packaged=src.get("confidence_packaged"),
-                   signals=CandidateSignals.from_source(src.get("signals")))
+        place = ShownCandidate.from_source(src)
+        return cls(**vars(place), **{k: src.get(k) for k in _SHOWN_FACTCHECK})
 
     def to_source(self) -> dict[str, object]:
-        return {"factcheck_id": self.factcheck_id, "claim": self.claim, "rating": self.rating,
-                "publisher": self.publisher, "date": self.date, "url": self.url, "lang": self.lang,
-                "rank": self.rank, "score": self.score, "confidence": self.confidence,
-                "confidence_packaged": self.confidence_packaged,
-                "signals": None if self.signals is None else self.signals.to_source()}
+        place = self.shown().to_source()
+        return {"factcheck_id": self.factcheck_id, **{k: getattr(self, k) for k in _SHOWN_FACTCHECK},
+                **{k: v for k, v in place.items() if k != "factcheck_id"}}
 
     def shown(self) -> ShownCandidate:
-        return ShownCandidate(self.factcheck_id, self.rank, self.score, self.confidence,
-                              self.confidence_packaged, self.signals)
+        return ShownCandidate(**{f.name: getattr(self, f.name) for f in fields(ShownCandidate)})
+
+
+#: the fact-check's fields a review candidate shows, in its stored order (after ``factcheck_id``)
+_SHOWN_FACTCHECK = ("claim", "rating", "publisher", "date", "url", "lang")
 
 
 @dataclass(frozen=True)
