@@ -52,7 +52,7 @@ def submit_post(body: s.PostIn) -> Response:
 def get_post(post_id: str) -> Response:
     tenant = g.api_key.tenant
     job = job_out(services().jobs.get_post(post_id, tenant))
-    decisions = services().review.decisions_for(tenant, post_id)
+    decisions = [d.to_dict() for d in services().review.decisions_for(tenant, post_id)]
     return reply(s.PostOut.model_validate({**job.model_dump(), "decisions": decisions}))
 
 

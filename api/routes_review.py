@@ -58,14 +58,14 @@ def review_queue() -> Response:
         since=args.get("since") or None, sort=args.get("sort", "newest"),
         cursor=args.get("cursor") or None,
         limit=parse_int("limit", args.get("limit", "50"), lo=1, hi=MAX_LIMIT))
-    return reply(s.ReviewQueue.model_validate(found))
+    return reply(s.ReviewQueue.model_validate(found.to_dict()))
 
 
 @route("GET", "/v1/review/<path:post_id>", summary="One review item with its decisions",
        tag="review", response=s.ReviewItem, errors=(404,),
        description="Another tenant's item is a 404, as an unknown one is.")
 def review_item(post_id: str) -> Response:
-    return reply(s.ReviewItem.model_validate(services().review.item(g.api_key.tenant, post_id)))
+    return reply(s.ReviewItem.model_validate(services().review.item(g.api_key.tenant, post_id).to_dict()))
 
 
 @route("POST", "/v1/review/decisions", summary="Decide review items: one decision or a list",
@@ -87,7 +87,7 @@ def review_decide() -> Response:
     body = read_json_value()
     decisions = body if isinstance(body, list) else [body]
     done = services().review.decide_batch(g.api_key.tenant, g.api_key.name, decisions, origin="api")
-    return reply(s.DecisionsOut(decisions=[s.Decision.model_validate(d) for d in done.recorded],
+    return reply(s.DecisionsOut(decisions=[s.Decision.model_validate(d.to_dict()) for d in done.recorded],
                                 partial=done.partial,
-                                not_recorded=[s.NotRecorded.model_validate(n) for n in done.not_recorded]),
+                                not_recorded=[s.NotRecorded.model_validate(n.to_dict()) for n in done.not_recorded]),
                  207 if done.partial else 201)

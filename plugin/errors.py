@@ -156,7 +156,7 @@ class DecisionConflict(Conflict):
     read): the problem body carries that ``decision``. Found while checking, before anything is
     written: nothing of the batch was recorded. Found while writing (``recorded`` and
     ``not_recorded`` say which items went through and which did not): the API answers a partial
-    batch with 207 instead (``plugin.review.desk.Decided``) and raises this only for a batch
+    batch with 207 instead (``plugin.review.records.Decided``) and raises this only for a batch
     of which nothing was recorded, so a 409 always means "nothing recorded"."""
 
     def __init__(self, detail: str, *, decision: dict[str, Any] | None,

@@ -233,7 +233,7 @@ def now() -> datetime:
 def render_queue(template: str, default_status: str, default_sort: str = "newest") -> Response:
     args = p.queue_args({**request.args.to_dict(), "sort": request.args.get("sort") or default_sort},
                         now(), status=default_status)
-    page = services().review.queue(session().tenant, **args)
+    page = services().review.queue(session().tenant, **args).to_dict()  # the page is an edge: its JSON
     state = p.filter_state(request.args)
     flash = sessions().pop_flash(session().token)
     return make_response(render_template(
@@ -256,7 +256,7 @@ def fresh() -> Response:
     args = p.queue_args(request.args, now())
     args.pop("cursor", None)
     args["since"] = request.args.get("since") or now().isoformat(timespec="milliseconds")
-    page = services().review.queue(session().tenant, **{**args, "status": p.PENDING}, limit=1)
+    page = services().review.queue(session().tenant, **{**args, "status": p.PENDING}, limit=1).to_dict()
     new = p.fresh_count(page.get("counts", {}), request.args.get("seen"))
     return make_response(render_template("_fresh.html", new=new, poll_url=request.full_path,
                                          state=p.filter_state(request.args)))
@@ -269,7 +269,7 @@ def history() -> Response:
 
 @desk.get("/items/<path:post_id>")
 def item_page(post_id: str) -> Response:
-    found = services().review.item(session().tenant, post_id)
+    found = services().review.item(session().tenant, post_id).to_dict()
     return make_response(render_template("item.html", item=found, here=request.full_path.rstrip("?"),
                                          decisions=found.get("decisions", []), with_note=True))
 
@@ -342,7 +342,8 @@ def decide() -> Response:
         if message:
             after_write("the flash message", sessions().flash, session().token, message)
         return redirect(back, 303)
-    fresh = after_write("reading the item back", review.item, tenant, record["post_id"])
+    read = after_write("reading the item back", review.item, tenant, record["post_id"])
+    fresh = None if read is None else read.to_dict()
     if fresh is None:
         resp = make_response(render_template("_message.html", problem={
             "status": status, "title": "Recorded" if done else "Not recorded",
@@ -350,7 +351,8 @@ def decide() -> Response:
         resp.headers["HX-Retarget"] = "#messages"
         resp.headers["HX-Reswap"] = "innerHTML"
     else:
-        resp = make_response(render_template("_item.html", item=fresh, conflict=message, just=done,
+        resp = make_response(render_template("_item.html", item=fresh, conflict=message,
+                                             just=[d.to_dict() for d in done],
                                              here=back), status)
     if done:
         resp.headers["HX-Trigger"] = "desk-decided"
@@ -364,8 +366,9 @@ def bulk() -> Response:
     records, skipped = p.bulk_decisions(form().getlist("pick"), form().get("bulk"))
     try:
         done = services().review.decide_batch(session().tenant, session().name, records, origin=ORIGIN)
-        message = p.bulk_message(form().get("bulk") == "confirm_top", len(records), done.recorded,
-                                 done.not_recorded, len(skipped))
+        message = p.bulk_message(form().get("bulk") == "confirm_top", len(records),
+                                 [d.to_dict() for d in done.recorded],
+                                 [n.to_dict() for n in done.not_recorded], len(skipped))
     except Conflict as exc:
         message = conflict_message(exc)
     after_write("the flash message", sessions().flash, session().token, message)

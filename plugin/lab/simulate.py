@@ -21,6 +21,7 @@ from typing import Any
 
 from plugin.errors import BadInput, FactSieveError
 from plugin.lab.evaluate.metrics import evaluate_run
+from plugin.review.records import ReviewCandidate, ReviewStatus
 from plugin.search.calibration import expected_calibration_error
 from plugin.search.request import MatchRequest
 from plugin.settings import Settings
@@ -43,9 +44,9 @@ class Oracle:
     qrels: Mapping[str, Set[str]]
     shown: int = SHOWN
 
-    def decide(self, query_id: str, post_id: str, candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def decide(self, query_id: str, post_id: str, candidates: Sequence[ReviewCandidate]) -> dict[str, Any]:
         relevant = self.qrels.get(query_id, set())
-        hit = next((c["factcheck_id"] for c in candidates[: self.shown] if c["factcheck_id"] in relevant), None)
+        hit = next((c.factcheck_id for c in candidates[: self.shown] if c.factcheck_id in relevant), None)
         if hit is not None:
             return {"post_id": post_id, "action": "confirm", "factcheck_id": hit}
         return {"post_id": post_id, "action": "none"}
@@ -159,10 +160,10 @@ def simulate(services: Any, dataset: Any, *, decide_split: str, eval_split: str,
             run_post(services, {"id": f"job-{post_id}", "tenant": tenant,
                                 "input": {"post": post, "config": config_name}}, lambda delivery_id: None)
             item = services.review.item(tenant, post_id)
-            if item["status"] != "pending":  # decided already (auto-confirmed): the oracle leaves it
+            if item.status is not ReviewStatus.PENDING:  # decided already (auto-confirmed): the oracle leaves it
                 continue
-            decision = oracle.decide(str(q["id"]), post_id, item.get("candidates") or [])
-            services.review.decide(tenant, "oracle", [{**decision, "version": item["version"]}], origin="desk")
+            decision = oracle.decide(str(q["id"]), post_id, item.candidates)
+            services.review.decide(tenant, "oracle", [{**decision, "version": item.version}], origin="desk")
             actions[decision["action"]] += 1
         done = bound
         decided_s = time.perf_counter() - started

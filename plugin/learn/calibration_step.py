@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from plugin.errors import DecisionConflict, NotFound
+from plugin.review.records import Decision
 from plugin.search.result import Match
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class Recalibration:
         return replace(result, candidates=tuple(out)) if changed else result
 
 
-def auto_confirm(services: Any, tenant: str, post_id: str, result: Match) -> dict[str, Any] | None:
+def auto_confirm(services: Any, tenant: str, post_id: str, result: Match) -> Decision | None:
     """Confirm the post's top match without a person when the tenant opted in
     (``TenantRules.auto_confirm``), has an auto-confirm tier, and the top match's (recalibrated)
     confidence reaches it: a decision with origin ``auto`` (its ``match.confirmed`` says

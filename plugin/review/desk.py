@@ -13,7 +13,7 @@ import base64
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,11 @@ from plugin.errors import BackendError, Conflict, DecisionConflict, InvalidReque
 from plugin.index.store import Store
 from plugin.index.templates import ensure_plain_index
 from plugin.review import queries as q
-from plugin.review.model import (NAMES_FACTCHECK, Action, Origin, ReviewStatus, candidate,
-                                 candidates_of, decided_item, decision_record, item_record,
-                                 next_status, superseded, training_pairs, validate_decisions)
+from plugin.review.model import (Action, Origin, ReviewStatus, candidates_of, decided_item,
+                                 decision_record, item_record, next_status, superseded,
+                                 training_pairs, validate_decisions)
+from plugin.review.records import (Decided, Decision, DecisionRequest, NotRecorded, ReviewItem,
+                                   ReviewPage)
 from plugin.review.rules import TenantRules
 from plugin.settings import Settings
 
@@ -34,33 +36,22 @@ if TYPE_CHECKING:
 
 #: (tenant, recorded decisions, the items they decided, {undo id: the decision it took back})
 #: → planned webhook deliveries
-Notify = Callable[[str, list[dict[str, Any]], dict[str, dict[str, Any]],
-                   dict[str, dict[str, Any]]], Any]
+Notify = Callable[[str, list[Decision], dict[str, ReviewItem], dict[str, Decision]], object]
+#: what ``_plan`` makes of one checked decision: the item's hit as read, the decision, the item after it
+Planned = tuple[dict[str, Any], Decision, ReviewItem]
 
 
-@dataclass(frozen=True)
-class Decided:
-    """What a batch of decisions did. ``recorded``: the decisions written (their webhooks sent);
-    ``not_recorded``: ``{"post_id", "reason", "decision"}`` for each item another request
-    changed between our read and our write (``decision``: the one that won), which records
-    nothing for it. Both non-empty is a *partial* result, which the API answers with 207."""
-
-    recorded: list[dict[str, Any]]
-    not_recorded: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.recorded and self.not_recorded)
+#: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
+_ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
+                "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
+                "last_decision", "image")
+#: every field of a stored item (a decision writes the item back whole)
+_STORED_FIELDS = (*_ITEM_FIELDS, "image_thumbnail")
 
 
 def item_id(tenant: str, post_id: str) -> str:
     """The review item's document id: one per (tenant, post), and no tenant can name another's."""
     return "rv_" + hashlib.sha256(f"{tenant}\x1f{post_id}".encode()).hexdigest()[:32]
-
-
-def version_token(hit: Mapping[str, Any]) -> str:
-    """An item's version as the API shows it (opaque): its ``_seq_no`` and ``_primary_term``."""
-    return f"{hit['_seq_no']}:{hit['_primary_term']}"
 
 
 def now_iso() -> str:
@@ -109,14 +100,15 @@ class ReviewDesk:
         made: a post they keep out makes no item and leaves an existing one as it is. Returns
         whether the rules queue the post."""
         cands = candidates_of(match.candidates, match.reranked)
-        best = cands[0]["confidence"] if cands else None
+        best = cands[0].confidence if cands else None
         if not self.rules(tenant).queues(post_lang, best, bool(cands)):
             return False
         self.ensure()
         doc_id = item_id(tenant, post_id)
         body = item_record(tenant=tenant, post_id=post_id, text=post_text, lang=post_lang,
                            date=post_date, source_url=source_url, config=match.config or None,
-                           versions=match.versions, candidates=cands, created_at=self.clock(), image=image)
+                           versions=match.versions, candidates=cands, created_at=self.clock(),
+                           image=image).to_source()
         try:
             self.store.put(self.items, doc_id, body, create=True)
             return True
@@ -132,20 +124,20 @@ class ReviewDesk:
             pass  # decided meanwhile: the reviewer's decision stands
         return True
 
-    def _hits(self, tenant: str, post_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``."""
+    def _hits(self, tenant: str, post_ids: list[str],
+              fields: tuple[str, ...] = _ITEM_FIELDS) -> dict[str, dict[str, Any]]:
+        """The tenant's items of ``post_ids`` that exist, ``{post_id: hit}``, with ``fields``."""
         self.ensure()
         ids = {item_id(tenant, p): p for p in post_ids}
-        found = self.store.mget(self.items, list(ids), source=list(_ITEM_FIELDS))
+        found = self.store.mget(self.items, list(ids), source=list(fields))
         return {ids[i]: h for i, h in found.items() if h["_source"].get("tenant") == tenant}
 
-    def item(self, tenant: str, post_id: str) -> dict[str, Any]:
+    def item(self, tenant: str, post_id: str) -> ReviewItem:
         """One item with its ``version`` (send it back with a decision) and its ``decisions``."""
         hit = self._hits(tenant, [post_id]).get(post_id)
         if hit is None:
             raise NotFound(f"no review item for post {post_id[:200]!r}")
-        return {**_public(hit["_source"]), "version": version_token(hit),
-                "decisions": self.decisions_for(tenant, post_id)}
+        return replace(ReviewItem.from_hit(hit), decisions=tuple(self.decisions_for(tenant, post_id)))
 
     def thumbnail(self, tenant: str, post_id: str) -> bytes:
         """The desk's thumbnail of an item's image (JPEG bytes FactSieve encoded); ``NotFound``
@@ -161,8 +153,8 @@ class ReviewDesk:
     def queue(self, tenant: str, *, status: str | None = "pending", lang: str | None = None,
               min_confidence: float | None = None, max_confidence: float | None = None,
               since: str | None = None, sort: str = "newest", cursor: str | None = None,
-              limit: int = 50) -> dict[str, Any]:
-        """A page of the tenant's queue, ``{"items", "next", "counts"}``: ``next`` is the cursor
+              limit: int = 50) -> ReviewPage:
+        """A page of the tenant's queue, its ``items``, ``next`` and ``counts``: ``next`` is the cursor
         of the following page (``None`` on the last), ``counts`` the faceted counts
         (``queries.counts_of``). ``status=None``: every state."""
         if not 1 <= limit <= q.MAX_LIMIT:
@@ -180,29 +172,29 @@ class ReviewDesk:
         self.ensure()
         found = self.store.search(self.items, body)
         hits = found["hits"]["hits"]
-        items = [{**_public(h["_source"]), "version": version_token(h)} for h in hits]
         nxt = q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
-        return {"items": items, "next": nxt, "counts": q.counts_of(found["aggregations"])}
+        return ReviewPage(tuple(ReviewItem.from_hit(h) for h in hits), nxt, q.counts_of(found["aggregations"]))
 
     # -- decisions ------------------------------------------------------------------------------
-    def decisions_for(self, tenant: str, post_id: str) -> list[dict[str, Any]]:
+    def decisions_for(self, tenant: str, post_id: str) -> list[Decision]:
         """A post's decisions, oldest first (none: ``[]``)."""
         self.ensure()
         hits = self.store.search(self.log, q.decisions_body(tenant, post_id))["hits"]["hits"]
-        return [h["_source"] for h in hits]
+        return [Decision.from_source(h["_source"]) for h in hits]
 
-    def decide(self, tenant: str, actor: str, decisions: list[dict[str, Any]],
-               origin: str = "api") -> list[dict[str, Any]]:
+    def decide(self, tenant: str, actor: str, decisions: list[object],
+               origin: str = "api") -> list[Decision]:
         """``decide_batch``'s recorded decisions, for callers that take nothing less than all: a
         partial result is a ``DecisionConflict`` carrying what ``recorded``."""
         done = self.decide_batch(tenant, actor, decisions, origin)
         if done.not_recorded:
-            raise _conflict(done)
+            raise done.conflict()
         return done.recorded
 
-    def decide_batch(self, tenant: str, actor: str, decisions: list[dict[str, Any]],
+    def decide_batch(self, tenant: str, actor: str, decisions: list[object],
                      origin: str = "api") -> Decided:
-        """Record ``decisions`` (each ``{post_id, factcheck_id?, action, note?, version?}``).
+        """Record ``decisions`` (each ``{post_id, factcheck_id?, action, note?, version?}``, as
+        JSON: checked whole into ``DecisionRequest``s here).
 
         Everything is checked before anything is written: the shape (422), the list's size (413),
         unknown posts and fact-checks (404), an item decided by someone else or changed since
@@ -216,25 +208,27 @@ class ReviewDesk:
         source = Origin.parse(origin, "origin")
         wanted = validate_decisions(decisions, self.settings.review_bulk_max,
                                     self.settings.review_note_max_chars)
-        hits = self._hits(tenant, [d["post_id"] for d in wanted])
-        missing = [d["post_id"] for d in wanted if d["post_id"] not in hits]
+        # the whole stored item: a decision rewrites it, so what the API does not show (the
+        # desk's thumbnail) must be read too, or the decided item loses it
+        hits = self._hits(tenant, [d.post_id for d in wanted], _STORED_FIELDS)
+        missing = [d.post_id for d in wanted if d.post_id not in hits]
         if missing:
             raise NotFound(f"no review item for post{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(repr(p[:200]) for p in missing[:10])}", errors=[
                                {"field": f"decisions[{i}].post_id", "message": "no such review item",
                                 "type": "not_found"}
-                               for i, d in enumerate(wanted) if d["post_id"] in missing][:50])
+                               for i, d in enumerate(wanted) if d.post_id in missing][:50])
         self._check_manual(wanted, hits)
         at = self.clock()
-        planned = [self._plan(d, hits[d["post_id"]], actor, source, at) for d in wanted]
+        planned = [self._plan(d, hits[d.post_id], actor, source, at) for d in wanted]
         done = self._write(tenant, planned)
         if not done.recorded:
-            raise _conflict(done)
+            raise done.conflict()
         return done
 
-    def _check_manual(self, wanted: list[dict[str, Any]], hits: dict[str, dict[str, Any]]) -> None:
+    def _check_manual(self, wanted: list[DecisionRequest], hits: dict[str, dict[str, Any]]) -> None:
         """A manual match's fact-check exists (the corpus is shared: ``plugin.owners``)."""
-        ids = {d["factcheck_id"] for d in wanted if d["action"] is Action.MANUAL}
+        ids = {d.factcheck_id for d in wanted if d.action is Action.MANUAL and d.factcheck_id}
         if not ids:
             return
         try:
@@ -245,44 +239,43 @@ class ReviewDesk:
             raise NotFound(f"no fact-check with id {', '.join(repr(m[:200]) for m in missing[:10])}",
                            errors=[{"field": f"decisions[{i}].factcheck_id", "message": "no such fact-check",
                                     "type": "not_found"} for i, d in enumerate(wanted)
-                                   if d["action"] is Action.MANUAL and d["factcheck_id"] in missing][:50])
+                                   if d.action is Action.MANUAL and d.factcheck_id in missing][:50])
 
-    def _plan(self, d: dict[str, Any], hit: dict[str, Any], actor: str, origin: Origin,
-              at: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """``(hit, decision, new item body)`` for one checked decision, or the error it meets."""
-        item, action = hit["_source"], d["action"]
-        status, last = ReviewStatus(item["status"]), item.get("last_decision")
-        version = d.get("version")
-        if version is not None and version != version_token(hit):
-            raise DecisionConflict(f"review item {item['post_id'][:200]!r} changed since version "
-                                   f"{version[:40]!r} (it is {status.value}): nothing was recorded",
-                                   decision=last)
-        if version is None and status is not ReviewStatus.PENDING and action is not Action.UNDO:
-            raise DecisionConflict(f"review item {item['post_id'][:200]!r} was already decided "
-                                   f"({status.value}, by {item.get('decided_by')}): nothing was "
-                                   f"recorded; undo it first to change it", decision=last)
-        previous = ReviewStatus(last["from_status"]) if action is Action.UNDO and last else None
-        to_status = next_status(status, action, previous, has_candidates=bool(item.get("candidates")))
-        fc = d.get("factcheck_id")
+    def _plan(self, d: DecisionRequest, hit: dict[str, Any], actor: str, origin: Origin,
+              at: str) -> Planned:
+        """``(hit, decision, the item after it)`` for one checked decision, or the error it meets."""
+        item, action = ReviewItem.from_hit(hit), d.action
+        status, last = item.status, item.last_decision
+        if d.version is not None and d.version != item.version:
+            raise DecisionConflict(f"review item {item.post_id[:200]!r} changed since version "
+                                   f"{d.version[:40]!r} (it is {status.value}): nothing was recorded",
+                                   decision=None if last is None else last.to_source())
+        if d.version is None and status is not ReviewStatus.PENDING and action is not Action.UNDO:
+            raise DecisionConflict(f"review item {item.post_id[:200]!r} was already decided "
+                                   f"({status.value}, by {item.decided_by}): nothing was "
+                                   f"recorded; undo it first to change it", decision=None if last is None else last.to_source())
+        previous = last.from_status if action is Action.UNDO and last else None
+        to_status = next_status(status, action, previous, has_candidates=bool(item.candidates))
+        fc = d.factcheck_id
         if action is Action.CONFIRM and fc is None:
-            fc = item["candidates"][0]["factcheck_id"]
-        if action in (Action.CONFIRM, Action.REJECT) and fc is not None and candidate(item, fc) is None:
+            fc = item.candidates[0].factcheck_id
+        if action in (Action.CONFIRM, Action.REJECT) and fc is not None and item.candidate(fc) is None:
             raise InvalidRequest(f"fact-check {fc[:200]!r} is not a candidate of post "
-                                 f"{item['post_id'][:200]!r}; a fact-check found otherwise is a "
+                                 f"{item.post_id[:200]!r}; a fact-check found otherwise is a "
                                  f"manual match", errors=[{"field": "factcheck_id",
                                                            "message": "not a candidate", "type": "candidate"}])
         decision = decision_record(item, decision_id="dec_" + secrets.token_hex(12), action=action,
                                    actor=actor, origin=origin, at=at, to_status=to_status,
-                                   factcheck_id=fc, note=d.get("note"),
-                                   supersedes=last["id"] if action is Action.UNDO and last else None)
+                                   factcheck_id=fc, note=d.note,
+                                   supersedes=last.id if action is Action.UNDO and last else None)
         return hit, decision, decided_item(item, decision)
 
-    def _write(self, tenant: str, planned: list[tuple[dict, dict, dict]]) -> Decided:
+    def _write(self, tenant: str, planned: list[Planned]) -> Decided:
         """Items first, each over its version; then the decisions of those that moved. Both
         writes refresh at once (``refresh=true``, not ``wait_for``): a reviewer's next queue page
         must not show what they just decided, and waiting for the next scheduled refresh cost up
         to a second per decision, while decisions come at a person's pace."""
-        actions = [{"_op_type": "index", "_index": self.items, "_id": hit["_id"], "_source": body,
+        actions = [{"_op_type": "index", "_index": self.items, "_id": hit["_id"], "_source": body.to_source(),
                     "if_seq_no": hit["_seq_no"], "if_primary_term": hit["_primary_term"]}
                    for hit, _, body in planned]
         moved, lost = [], []
@@ -293,23 +286,25 @@ class ReviewDesk:
             (moved if ok else lost).append((hit, decision, body))
         recorded = [decision for _, decision, _ in moved]
         if recorded:
-            log = [{"_op_type": "create", "_index": self.log, "_id": d["id"], "_source": d}
+            log = [{"_op_type": "create", "_index": self.log, "_id": d.id, "_source": d.to_source()}
                    for d in recorded]
             for ok, info in self.store.bulk(log, refresh=True):
                 if not ok:
                     raise BackendError(f"the decision log refused an entry: {str(info)[:300]}")
             if self.notify is not None:
-                undone = {d["id"]: hit["_source"]["last_decision"] for hit, d, _ in moved
-                          if d["supersedes"]}
-                self.notify(tenant, recorded, {d["post_id"]: body for _, d, body in moved}, undone)
+                # each undo's item as read held the decision it took back
+                undone = {d.id: ReviewItem.from_hit(hit).last_decision for hit, d, _ in moved if d.supersedes}
+                self.notify(tenant, recorded, {d.post_id: body for _, d, body in moved},
+                            {k: v for k, v in undone.items() if v is not None})
         now = self._hits(tenant, [h["_source"]["post_id"] for h, _, _ in lost]) if lost else {}
         not_recorded = []
         for hit, _, _ in lost:
             post_id = hit["_source"]["post_id"]
-            winner = now.get(post_id, {}).get("_source", {}).get("last_decision")
-            not_recorded.append({"post_id": post_id, "decision": winner, "reason": (
-                f"changed while deciding: {winner['actor']} decided it first ({winner['to_status']})"
-                if winner else "changed while deciding")})
+            winner = ReviewItem.from_hit(now[post_id]).last_decision if post_id in now else None
+            not_recorded.append(NotRecorded(post_id, (
+                f"changed while deciding: {winner.actor} decided it first "
+                f"({winner.to_status.value if winner.to_status else None})"
+                if winner else "changed while deciding"), winner))
         return Decided(recorded, not_recorded)
 
     # -- manual search and export --------------------------------------------------------------
@@ -327,7 +322,7 @@ class ReviewDesk:
                 for c in found.candidates]
 
     def export(self, tenant: str, since: str | None = None, *,
-               page_size: int = 500) -> Iterator[dict[str, Any]]:
+               page_size: int = 500) -> Iterator[dict[str, object]]:
         """The tenant's decisions (made at or after ``since``) as training pairs, oldest first
         (by ``at``, then id); undone decisions and their undos teach nothing and are left out.
 
@@ -340,35 +335,12 @@ class ReviewDesk:
         dropped = superseded(h["_source"] for h in undos)
         for hit in self.store.sorted_hits(self.log, q.export_query(tenant, since), size=page_size):
             if hit["_source"]["id"] not in dropped:
-                yield from training_pairs(hit["_source"])
-
-
-#: an item's fields as the API shows them (``last_decision`` is the first of ``decisions``' kind)
-_ITEM_FIELDS = ("post_id", "tenant", "text", "lang", "date", "source_url", "status", "confidence",
-                "created_at", "decided_at", "decided_by", "config", "versions", "candidates",
-                "last_decision", "image")
-
-
-def _conflict(done: Decided) -> DecisionConflict:
-    """A race found while writing, as an error: the first lost item's winning decision, what of
-    the batch was ``recorded`` and which items were ``not_recorded``."""
-    lost = done.not_recorded
-    return DecisionConflict(
-        f"review item{'s' if len(lost) > 1 else ''} {', '.join(repr(n['post_id'][:200]) for n in lost[:10])} "
-        f"changed while deciding: {len(done.recorded)} of {len(done.recorded) + len(lost)} recorded",
-        decision=lost[0]["decision"], recorded=done.recorded, not_recorded=lost)
+                yield from training_pairs(Decision.from_source(hit["_source"]))
 
 
 def _status(info: Mapping[str, Any]) -> int | None:
     """The HTTP status of one bulk item's answer (``{"index": {"status": 409, …}}``)."""
     return next((v.get("status") for v in info.values() if isinstance(v, Mapping)), None)
-
-
-def _public(src: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: src.get(k) for k in _ITEM_FIELDS if k != "last_decision"}
-    last = src.get("last_decision") or None
-    out["last_decision"] = {k: v for k, v in last.items() if k != "candidates"} if last else None
-    return out
 
 
 def _iso(value: str, field: str) -> str:

@@ -7,61 +7,21 @@ an item (the API, the desk page, the auto rules of the next issue) goes through 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
-from enum import Enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from plugin.errors import ContentTooLarge, InvalidRequest
+from plugin.review.records import (Action, CandidateSignals, Decision, DecisionRequest, Origin,
+                                   ReviewCandidate, ReviewImage, ReviewItem, ReviewStatus)
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
+    from plugin.review.records import ShownCandidate
     from plugin.search.result import Candidate
 
 #: how many of a post's matches a review item keeps: the ones a reviewer can confirm by key (1–5)
 MAX_CANDIDATES = 5
-
-
-class _Parsed(str, Enum):
-    @classmethod
-    def parse(cls, value: Any, field: str) -> Any:
-        """The member named ``value``; an unknown one is a 422 that lists the valid values."""
-        try:
-            return cls(value)
-        except ValueError:
-            valid = ", ".join(m.value for m in cls)
-            message = f"{str(value)[:80]!r} is not one of {valid}"
-            raise InvalidRequest(f"{field}: {message}", errors=[
-                {"field": field, "message": message, "type": "enum"}]) from None
-
-
-class Action(_Parsed):
-    #: this candidate answers the post (``factcheck_id``; the top candidate when not given)
-    CONFIRM = "confirm"
-    #: the candidates are wrong (``factcheck_id``: that one; none given: all of them)
-    REJECT = "reject"
-    #: none of the shown candidates is right
-    NONE = "none"
-    #: the post makes no checkable claim
-    NOT_A_CLAIM = "not_a_claim"
-    #: a fact-check the reviewer found themselves answers the post (``factcheck_id`` required)
-    MANUAL = "manual"
-    #: take back the item's last decision: a new decision that supersedes it
-    UNDO = "undo"
-
-
-class ReviewStatus(_Parsed):
-    PENDING = "pending"
-    CONFIRMED = "confirmed"
-    REJECTED = "rejected"
-    NO_MATCH = "no_match"
-    NOT_A_CLAIM = "not_a_claim"
-
-
-class Origin(_Parsed):
-    DESK = "desk"
-    API = "api"
-    #: a rule decided, not a person (the next issue)
-    AUTO = "auto"
 
 
 #: the state each deciding action puts a pending item in
@@ -124,121 +84,112 @@ def signals_of(explain: Mapping[str, Any] | None, reranked: bool) -> dict[str, A
 
 
 def candidates_of(matches: Iterable[Candidate], reranked: bool,
-                  limit: int = MAX_CANDIDATES) -> list[dict[str, Any]]:
-    """A review item's candidates (its stored shape) from a match's candidates, best first."""
+                  limit: int = MAX_CANDIDATES) -> tuple[ReviewCandidate, ...]:
+    """A review item's candidates from a match's candidates, best first."""
     out = []
     for i, m in enumerate(matches):
         if i >= limit:
             break
         f = m.fields
-        out.append({"factcheck_id": m.id, "claim": f.get("claim"), "rating": f.get("rating"),
-                    "publisher": f.get("publisher"), "date": f.get("published_at"),
-                    "url": f.get("url"), "lang": f.get("lang"), "rank": m.rank,
-                    "score": m.score, "confidence": m.confidence,
-                    "confidence_packaged": m.confidence_packaged,  # plugin.learn
-                    "signals": {**signals_of(m.explain, reranked),
-                                # what found it: same-image (with its distance), ocr, text
-                                "found_by": list(m.signals or [])}})
-    return out
+        why = signals_of(m.explain, reranked)
+        out.append(ReviewCandidate(
+            factcheck_id=m.id, claim=f.get("claim"), rating=f.get("rating"), publisher=f.get("publisher"),
+            date=f.get("published_at"), url=f.get("url"), lang=f.get("lang"), rank=m.rank, score=m.score,
+            confidence=m.confidence, confidence_packaged=m.confidence_packaged,  # plugin.learn
+            # what found it: same-image (with its distance), ocr, text
+            signals=CandidateSignals(**why, found_by=tuple(m.signals or ()))))
+    return tuple(out)
 
 
 def item_record(*, tenant: str, post_id: str, text: str, lang: str | None, date: str | None,
-                source_url: str | None, config: str | None, versions: Mapping[str, Any],
-                candidates: list[dict[str, Any]], created_at: str,
-                image: ImageAnalysis | None = None) -> dict[str, Any]:
-    """A new pending review item (its stored body). Without candidates its ``confidence`` is
-    ``None``: the queue sorts it after every scored item and no confidence filter selects it."""
-    top = candidates[0]["confidence"] if candidates else None
-    return {"post_id": post_id, "tenant": tenant, "text": text, "lang": lang, "date": date,
-            "source_url": source_url, "status": ReviewStatus.PENDING.value, "confidence": top,
-            "created_at": created_at, "decided_at": None, "decided_by": None, "config": config,
-            "versions": dict(versions), "candidates": candidates, "last_decision": None,
-            **image_fields(image)}
+                source_url: str | None, config: str | None, versions: Mapping[str, object],
+                candidates: Sequence[ReviewCandidate], created_at: str,
+                image: ImageAnalysis | None = None) -> ReviewItem:
+    """A new pending review item. Without candidates its ``confidence`` is ``None``: the queue
+    sorts it after every scored item and no confidence filter selects it."""
+    shown, thumbnail = image_fields(image)
+    return ReviewItem(post_id=post_id, tenant=tenant, text=text, lang=lang, date=date,
+                      source_url=source_url, status=ReviewStatus.PENDING,
+                      confidence=candidates[0].confidence if candidates else None, created_at=created_at,
+                      config=config, versions=dict(versions), candidates=tuple(candidates),
+                      image=shown, image_thumbnail=thumbnail)
 
 
-def image_fields(image: ImageAnalysis | None) -> dict[str, Any]:
-    """What an item keeps of its post's image: ``image``, its identity and the text read from it
-    (shown by the API and the desk), and ``image_thumbnail``, the desk's small JPEG (base64),
-    which only the desk's image route reads. Both ``None`` for a post without an image."""
+def image_fields(image: ImageAnalysis | None) -> tuple[ReviewImage | None, str | None]:
+    """What an item keeps of its post's image: its identity and the text read from it (shown by
+    the API and the desk), and the desk's small JPEG (base64), which only the desk's image route
+    reads. Both ``None`` for a post without an image."""
     if image is None:
-        return {"image": None, "image_thumbnail": None}
+        return None, None
     thumb = image.thumbnail
-    return {"image": {"sha256": image.sha256, "width": image.width, "height": image.height,
-                      "ocr_text": image.ocr.text if image.ocr is not None else "",
-                      "thumbnail": None if thumb is None else {"width": thumb.width, "height": thumb.height}},
-            "image_thumbnail": None if thumb is None else base64.b64encode(thumb.data).decode("ascii")}
+    return (ReviewImage(sha256=image.sha256, width=image.width, height=image.height,
+                        ocr_text=image.ocr.text if image.ocr is not None else "",
+                        thumbnail=None if thumb is None else {"width": thumb.width, "height": thumb.height}),
+            None if thumb is None else base64.b64encode(thumb.data).decode("ascii"))
 
 
-def candidate(item: Mapping[str, Any], factcheck_id: str) -> dict[str, Any] | None:
-    return next((c for c in item.get("candidates") or () if c["factcheck_id"] == factcheck_id), None)
-
-
-def decision_record(item: Mapping[str, Any], *, decision_id: str, action: Action, actor: str,
+def decision_record(item: ReviewItem, *, decision_id: str, action: Action, actor: str,
                     origin: Origin, at: str, to_status: ReviewStatus,
                     factcheck_id: str | None = None, note: str | None = None,
-                    supersedes: str | None = None) -> dict[str, Any]:
+                    supersedes: str | None = None) -> Decision:
     """One entry of the decision log: who decided what on which item, and what the item's
     candidates, scores and model versions were then (``candidates``, and the chosen one's rank,
     score, confidence and signals), so it becomes a training pair without re-running anything."""
-    chosen = candidate(item, factcheck_id) if factcheck_id else None
-    return {"id": decision_id, "tenant": item["tenant"], "post_id": item["post_id"],
-            "post_text": item.get("text"), "post_lang": item.get("lang"),
-            "factcheck_id": factcheck_id, "action": action.value, "actor": actor, "at": at,
-            "origin": origin.value, "config": item.get("config"),
-            "versions": dict(item.get("versions") or {}),
-            "rank": chosen["rank"] if chosen else None, "score": chosen["score"] if chosen else None,
-            "confidence": chosen["confidence"] if chosen else None,
-            "signals": dict(chosen["signals"]) if chosen else {},
-            "candidates": [{k: c.get(k) for k in ("factcheck_id", "rank", "score", "confidence",
-                                                  "confidence_packaged", "signals")}
-                           for c in item.get("candidates") or ()],
-            "note": note, "supersedes": supersedes, "from_status": item["status"],
-            "to_status": to_status.value}
+    chosen = item.candidate(factcheck_id) if factcheck_id else None
+    return Decision(id=decision_id, tenant=item.tenant, post_id=item.post_id, action=action, actor=actor,
+                    at=at, origin=origin, from_status=item.status, to_status=to_status,
+                    post_text=item.text, post_lang=item.lang, factcheck_id=factcheck_id,
+                    config=item.config, versions=dict(item.versions),
+                    rank=chosen.rank if chosen else None, score=chosen.score if chosen else None,
+                    confidence=chosen.confidence if chosen else None,
+                    signals=chosen.signals if chosen else None,
+                    candidates=tuple(c.shown() for c in item.candidates), note=note, supersedes=supersedes)
 
 
-def decided_item(item: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
-    """The item's body after ``decision`` (an undo clears who decided it)."""
-    undone = decision["action"] == Action.UNDO.value
-    return {**item, "status": decision["to_status"],
-            "decided_at": None if undone else decision["at"],
-            "decided_by": None if undone else decision["actor"], "last_decision": dict(decision)}
+def decided_item(item: ReviewItem, decision: Decision) -> ReviewItem:
+    """The item after ``decision`` (an undo clears who decided it)."""
+    undone = decision.undoes
+    return replace(item, status=decision.to_status or item.status,
+                   decided_at=None if undone else decision.at,
+                   decided_by=None if undone else decision.actor, last_decision=decision)
 
 
-def training_pairs(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What one decision teaches, as ``(post, fact-check, label)`` rows: a confirm or manual is a
-    positive for its fact-check (and, for confirm, a negative for every other candidate shown
-    above it); a reject a negative for the one named, or for all when none is; ``none`` a
-    negative for every candidate. ``not_a_claim`` and ``undo`` teach no pair (an undone decision
-    is dropped by the export, ``superseded``)."""
-    action = Action(decision["action"])
-    cands = decision.get("candidates") or []
-    fc = decision.get("factcheck_id")
-    base = {"decision_id": decision["id"], "post_id": decision["post_id"],
-            "post_text": decision.get("post_text"), "post_lang": decision.get("post_lang"),
-            "actor": decision.get("actor"), "at": decision.get("at"),
-            "origin": decision.get("origin"), "versions": decision.get("versions") or {}}
+def training_pairs(decision: Decision) -> list[dict[str, object]]:
+    """What one decision teaches, as ``(post, fact-check, label)`` rows (the export's JSON): a
+    confirm or manual is a positive for its fact-check (and, for confirm, a negative for every
+    other candidate shown above it); a reject a negative for the one named, or for all when none
+    is; ``none`` a negative for every candidate. ``not_a_claim`` and ``undo`` teach no pair (an
+    undone decision is dropped by the export, ``superseded``)."""
+    action, fc = decision.action, decision.factcheck_id
+    cands = decision.candidates or ()
+    base = {"decision_id": decision.id, "post_id": decision.post_id, "post_text": decision.post_text,
+            "post_lang": decision.post_lang, "actor": decision.actor, "at": decision.at,
+            "origin": decision.origin.value, "versions": dict(decision.versions)}
 
-    def row(c: Mapping[str, Any] | None, fid: str, label: int) -> dict[str, Any]:
-        c = c or {}
-        return {**base, "factcheck_id": fid, "label": label, "rank": c.get("rank"),
-                "score": c.get("score"), "confidence": c.get("confidence"),
-                "signals": c.get("signals") or {}}
+    def row(c: ShownCandidate | None, fid: str, label: int) -> dict[str, object]:
+        return {**base, "factcheck_id": fid, "label": label, "rank": c.rank if c else None,
+                "score": c.score if c else None, "confidence": c.confidence if c else None,
+                "signals": c.signals.to_source() if c and c.signals else {}}
+
+    def named(fid: str) -> ShownCandidate | None:
+        return next((c for c in cands if c.factcheck_id == fid), None)
 
     if action in (Action.CONFIRM, Action.MANUAL) and fc:
-        chosen = next((c for c in cands if c["factcheck_id"] == fc), None)
-        above = [] if action is Action.MANUAL or chosen is None else \
-            [c for c in cands if c["rank"] is not None and c["rank"] < chosen["rank"]]
-        return [row(chosen, fc, 1)] + [row(c, c["factcheck_id"], 0) for c in above]
+        chosen = named(fc)
+        above = [] if action is Action.MANUAL or chosen is None or chosen.rank is None else \
+            [c for c in cands if c.rank is not None and c.rank < chosen.rank]
+        return [row(chosen, fc, 1)] + [row(c, c.factcheck_id, 0) for c in above]
     if action is Action.REJECT and fc:
-        return [row(next((c for c in cands if c["factcheck_id"] == fc), None), fc, 0)]
+        return [row(named(fc), fc, 0)]
     if action in (Action.REJECT, Action.NONE):
-        return [row(c, c["factcheck_id"], 0) for c in cands]
+        return [row(c, c.factcheck_id, 0) for c in cands]
     return []
 
 
 def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
     """Ids of the decisions ``undos`` took back: they teach nothing (nor does an undo itself,
-    ``training_pairs``). All the export holds in memory."""
+    ``training_pairs``). All the export holds in memory; over stored sources, as the export's
+    first pass reads only ``supersedes`` and learning reads the log as stored."""
     return {d["supersedes"] for d in undos if d.get("supersedes")}
 
 
@@ -246,11 +197,11 @@ def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
 DECISION_FIELDS = frozenset({"post_id", "factcheck_id", "action", "note", "version"})
 
 
-def _err(i: int, field: str, message: str, kind: str) -> dict[str, Any]:
+def _err(i: int, field: str, message: str, kind: str) -> dict[str, str]:
     return {"field": f"decisions[{i}].{field}", "message": message, "type": kind}
 
 
-def validate_decisions(decisions: Any, bulk_max: int, note_max: int) -> list[dict[str, Any]]:
+def validate_decisions(decisions: object, bulk_max: int, note_max: int) -> list[DecisionRequest]:
     """``decisions`` checked whole (pure): a 413 past ``bulk_max`` (FACTSIEVE_REVIEW_BULK_MAX),
     else a 422 naming every bad field of every decision; each ``action`` parsed."""
     if not isinstance(decisions, list) or not decisions:
@@ -260,7 +211,7 @@ def validate_decisions(decisions: Any, bulk_max: int, note_max: int) -> list[dic
     if len(decisions) > limit:
         raise ContentTooLarge(f"{len(decisions)} decisions in one request; at most {limit} "
                               f"(FACTSIEVE_REVIEW_BULK_MAX)")
-    errors: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
     seen: set[str] = set()
     out = []
     for i, d in enumerate(decisions):
@@ -295,7 +246,9 @@ def validate_decisions(decisions: Any, bulk_max: int, note_max: int) -> list[dic
                                f"(FACTSIEVE_REVIEW_NOTE_MAX_CHARS)", "too_long"))
         if d.get("version") is not None and not isinstance(d.get("version"), str):
             errors.append(_err(i, "version", "the item's version as the API gave it", "string"))
-        out.append({**d, "action": act})
+        if act is not None:
+            out.append(DecisionRequest(post_id=post_id, action=act, factcheck_id=fc, note=note,
+                                       version=d.get("version")))
     if errors:
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
         raise InvalidRequest(f"invalid decisions: {detail}", errors=errors[:50])

@@ -348,13 +348,13 @@ def test_demo_finds_the_known_factchecks(capsys, cli_alias, embedder, store):
     services = Services(Settings(), store=store, embedder=embedder)
     reviewer = services.keys.authenticate(key)
     assert reviewer.name == "demo reviewer" and reviewer.scope.value == "write"
-    def queued() -> dict | None:
+    def queued():
         page = services.review.queue(reviewer.tenant)
-        return page if len(page["items"]) == 3 else None
+        return page if len(page.items) == 3 else None
 
     queue = wait_for(queued, what="the demo's review items (searchable after a refresh)")
-    assert {i["post_id"] for i in queue["items"]} == {"demo-1", "demo-2", "demo-3"}
-    assert all(i["candidates"] for i in queue["items"])
+    assert {i.post_id for i in queue.items} == {"demo-1", "demo-2", "demo-3"}
+    assert all(i.candidates for i in queue.items)
 
 
 def demo_steps() -> list[list[str]]:

@@ -38,7 +38,8 @@ def items(api_services, tenant: str, n: int) -> list[str]:
 
 
 def logged(api_services, tenant: str, post_id: str) -> list[dict]:
-    return api_services.review.decisions_for(tenant, post_id)
+    """The post's decision log as the API shows it."""
+    return [d.to_dict() for d in api_services.review.decisions_for(tenant, post_id)]
 
 
 def sign_in(client, key: str, **form) -> object:

@@ -100,14 +100,14 @@ def test_every_path_gives_the_same_reranked_answer_with_the_tenants_learning(pat
                                headers=headers).get_json()
         assert answers(looked.to_dict()) == answers(api_says)
     # the post job reranks by default now: what webhooks and the desk get is the best ranking
-    item = paths.review.item(TENANT, paths.review.queue(TENANT)["items"][0]["post_id"])
-    assert item["versions"]["reranker"] and item["versions"]["retrieval_config"] == "hybrid-rerank"
+    item = paths.review.item(TENANT, paths.review.queue(TENANT).items[0].post_id)
+    assert item.versions["reranker"] and item.versions["retrieval_config"] == "hybrid-rerank"
     # the desk says a candidate: a re-post of the same text gets it first on every path
-    text, posted = POSTS[0]["text"], paths.review.queue(TENANT, limit=50)["items"]
-    mine = next(i for i in posted if i["text"] == text)
-    chosen = mine["candidates"][1]["factcheck_id"]
-    paths.review.decide(TENANT, "ana", [{"post_id": mine["post_id"], "action": "confirm", "factcheck_id": chosen,
-                                        "version": mine["version"]}])
+    text, posted = POSTS[0]["text"], paths.review.queue(TENANT, limit=50).items
+    mine = next(i for i in posted if i.text == text)
+    chosen = mine.candidates[1].factcheck_id
+    paths.review.decide(TENANT, "ana", [{"post_id": mine.post_id, "action": "confirm", "factcheck_id": chosen,
+                                        "version": mine.version}])
     got = every_path(paths, client, headers, monkeypatch, capsys, text, "again")
     for name, answer in got.items():
         assert answer[0][0] == chosen and answer[0][5] == "confirmed-by-desk", name

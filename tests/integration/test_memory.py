@@ -39,7 +39,7 @@ def settle(api_services) -> None:
 def decide(api_services, tenant: str, **decision) -> dict:
     (recorded,) = api_services.review.decide(tenant, "ana", [decision])
     settle(api_services)
-    return recorded
+    return recorded.to_dict()
 
 
 def ids(result: dict) -> list[str]:
@@ -71,7 +71,7 @@ def test_rejected_pairs_stay_away_and_confirmed_ones_come_first_for_that_tenant_
     assert best["memory"]["similarity"] >= api_services.settings.memory_min_similarity
     assert best["confidence"] >= 0.95
     item = api_services.review.item(a, third)  # the desk shows what memory gave
-    assert item["candidates"][0]["factcheck_id"] == right
+    assert item.candidates[0].factcheck_id == right
 
     # the same through POST /v1/match with the tenant's key
     _, key = api_services.keys.create("reader", Scope.READ, a)

@@ -151,7 +151,7 @@ def test_an_opted_in_tenant_above_its_tier_is_auto_confirmed_once(deployment, te
     # the job run again (a redelivered message): it succeeds and decides nothing new
     again = run_post(services, {"id": "again", "tenant": tenants["a"], "input": {"post": post}}, lambda d: None)
     assert again["post_id"] == post["id"]
-    assert [d["id"] for d in services.review.decisions_for(tenants["a"], post["id"])] == [decision["id"]]
+    assert [d.id for d in services.review.decisions_for(tenants["a"], post["id"])] == [decision["id"]]
 
     # an auto decision is undone like any other
     undo = client.post("/v1/review/decisions", headers=ana, json={"post_id": post["id"], "action": "undo"})

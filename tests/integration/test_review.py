@@ -335,7 +335,7 @@ def test_tenant_rules_decide_which_posts_become_items(api_services, api_corpus, 
         run_post(svc, {"id": f"job-{tenant}-{post['id']}", "tenant": tenant, "input": {"post": post}},
                  lambda delivery_id: None)
         try:
-            return svc.review.item(tenant, post["id"])
+            return svc.review.item(tenant, post["id"]).to_dict()
         except NotFound:
             return None
 
@@ -406,6 +406,7 @@ def test_the_export_streams_in_pages_with_the_same_pairs(api_services):
     """More decisions than a page: the paged export gives exactly the pairs of the whole log read
     at once and sorted by (at, id), undone decisions and their undos left out."""
     from plugin.review.model import training_pairs
+    from plugin.review.records import Decision
 
     desk, tenant = api_services.review, f"rv-export-{uuid.uuid4().hex[:8]}"
     posts = [f"exp-{i}" for i in range(7)]
@@ -426,7 +427,7 @@ def test_the_export_streams_in_pages_with_the_same_pairs(api_services):
         key=lambda d: (d["at"], d["id"]))
     assert len(log) == 11
     gone = {d["supersedes"] for d in log if d["supersedes"]} | {d["id"] for d in log if d["supersedes"]}
-    expected = [pair for d in log if d["id"] not in gone for pair in training_pairs(d)]
+    expected = [pair for d in log if d["id"] not in gone for pair in training_pairs(Decision.from_source(d))]
     assert len(expected) == 10  # five confirms kept, each a positive and a negative above it
     assert list(desk.export(tenant, page_size=2)) == expected
     assert list(desk.export(tenant, page_size=3)) == list(desk.export(tenant)) == expected

@@ -160,7 +160,7 @@ def test_the_runtime_identity_ingests_matches_and_finishes_jobs(installed, secur
     runtime.review.record_item("default", "p-secured", "5G masts spread the coronavirus", "en", None,
                                None, Match.of(result, versions_of(runtime.matcher(), result)))
     (decision,) = runtime.review.decide("default", "ana", [{"post_id": "p-secured", "action": "confirm"}])
-    assert runtime.review.item("default", "p-secured")["decisions"] == [decision]
+    assert runtime.review.item("default", "p-secured").decisions == (decision,)
 
     with pytest.raises(BackendError, match="refused"):
         runtime.store.delete_index(installed["index"])

@@ -2,11 +2,12 @@ import pytest
 
 from plugin.errors import BadInput
 from plugin.lab.simulate import Oracle, batch_bounds, own_indexes, score, sim_settings
+from plugin.review.records import ReviewCandidate
 from plugin.settings import Settings
 
 
 def cands(*ids):
-    return [{"factcheck_id": i, "rank": n} for n, i in enumerate(ids, 1)]
+    return [ReviewCandidate(factcheck_id=i, rank=n) for n, i in enumerate(ids, 1)]
 
 
 def test_the_oracle_confirms_a_shown_relevant_fact_check_else_answers_none():

@@ -1,16 +1,21 @@
 """What a decision's webhook carries (``plugin.review.events.event_data``)."""
 from plugin.review.events import event_data
 from plugin.review.model import EVENTS, Action
+from plugin.review.records import Decision, ReviewItem
 
-ITEM = {"post_id": "p1", "text": "5G spreads covid", "lang": "en", "date": "2024-02-01",
-        "source_url": "https://x/p1", "candidates": [
-            {"factcheck_id": "fc1", "claim": "c1", "rank": 1, "confidence": 0.9},
-            {"factcheck_id": "fc2", "claim": "c2", "rank": 2, "confidence": 0.4}]}
-CONFIRM = {"id": "dec_1", "action": "confirm", "factcheck_id": "fc2", "actor": "ana",
-           "at": "2024-02-02T00:00:00+00:00", "origin": "desk", "candidates": [{"factcheck_id": "fc1"}],
-           "supersedes": None}
-UNDO = {"id": "dec_2", "action": "undo", "factcheck_id": None, "actor": "bo",
-        "at": "2024-02-02T00:01:00+00:00", "origin": "api", "candidates": [], "supersedes": "dec_1"}
+# as stored (the records are parsed at the store's edge)
+ITEM = ReviewItem.from_source({
+    "post_id": "p1", "tenant": "t", "text": "5G spreads covid", "lang": "en", "date": "2024-02-01",
+    "source_url": "https://x/p1", "status": "confirmed", "created_at": "2024-02-01T00:00:00+00:00",
+    "candidates": [{"factcheck_id": "fc1", "claim": "c1", "rank": 1, "confidence": 0.9},
+                   {"factcheck_id": "fc2", "claim": "c2", "rank": 2, "confidence": 0.4}]})
+CONFIRM = Decision.from_source({
+    "id": "dec_1", "post_id": "p1", "action": "confirm", "factcheck_id": "fc2", "actor": "ana",
+    "at": "2024-02-02T00:00:00+00:00", "origin": "desk", "candidates": [{"factcheck_id": "fc1"}],
+    "supersedes": None})
+UNDO = Decision.from_source({
+    "id": "dec_2", "post_id": "p1", "action": "undo", "factcheck_id": None, "actor": "bo",
+    "at": "2024-02-02T00:01:00+00:00", "origin": "api", "candidates": [], "supersedes": "dec_1"})
 
 
 def test_every_deciding_action_but_not_a_claim_sends_an_event():

@@ -91,22 +91,22 @@ def _item(n=3):
 
 def test_an_item_without_candidates_has_no_confidence_and_its_none_teaches_nothing():
     item = _item(0)
-    assert item["status"] == "pending" and item["candidates"] == [] and item["confidence"] is None
+    assert item.status is P and item.candidates == () and item.confidence is None
     d = decision_record(item, decision_id="d1", action=Action.NONE, actor="ana", origin=Origin.DESK,
                         at="2024-02-03T00:00:00+00:00", to_status=N)
-    assert d["candidates"] == [] and d["rank"] is None and training_pairs(d) == []
+    assert d.candidates == () and d.rank is None and training_pairs(d) == []
 
 
 def test_candidates_keep_at_most_five_best_first():
     cands = candidates_of([Candidate.from_dict(_match(i)) for i in range(1, 9)], reranked=False)
-    assert [c["factcheck_id"] for c in cands] == ["fc1", "fc2", "fc3", "fc4", "fc5"]
-    assert cands[0]["date"] == "2024-01-01" and cands[0]["signals"]["bm25_rank"] == 1
+    assert [c.factcheck_id for c in cands] == ["fc1", "fc2", "fc3", "fc4", "fc5"]
+    assert cands[0].date == "2024-01-01" and cands[0].signals.bm25_rank == 1
 
 
 def test_item_is_pending_with_the_top_confidence_and_the_text_verbatim():
     item = _item()
-    assert item["status"] == "pending" and item["confidence"] == 0.9
-    assert item["text"] == "<script>x</script>"
+    assert item.status is P and item.confidence == 0.9
+    assert item.text == "<script>x</script>"
 
 
 def test_decision_records_the_chosen_candidate_and_the_snapshot():
@@ -114,16 +114,16 @@ def test_decision_records_the_chosen_candidate_and_the_snapshot():
     d = decision_record(item, decision_id="d1", action=Action.CONFIRM, actor="ana",
                         origin=Origin.DESK, at="2024-02-03T00:00:00+00:00", to_status=C,
                         factcheck_id="fc2", note="<b>ok</b>")
-    assert (d["rank"], d["score"], d["confidence"]) == (2, 0.5, 0.9)
-    assert d["signals"]["bm25_rank"] == 2 and d["note"] == "<b>ok</b>"
-    assert [c["factcheck_id"] for c in d["candidates"]] == ["fc1", "fc2", "fc3"]
-    assert (d["from_status"], d["to_status"], d["origin"], d["tenant"]) == ("pending", "confirmed", "desk", "t")
+    assert (d.rank, d.score, d.confidence) == (2, 0.5, 0.9)
+    assert d.signals.bm25_rank == 2 and d.note == "<b>ok</b>"
+    assert [c.factcheck_id for c in d.candidates] == ["fc1", "fc2", "fc3"]
+    assert (d.from_status, d.to_status, d.origin, d.tenant) == (P, C, Origin.DESK, "t")
     after = decided_item(item, d)
-    assert (after["status"], after["decided_by"]) == ("confirmed", "ana")
+    assert (after.status, after.decided_by) == (C, "ana")
     undo = decision_record(after, decision_id="d2", action=Action.UNDO, actor="bo", origin=Origin.API,
                            at="2024-02-04T00:00:00+00:00", to_status=P, supersedes="d1")
     back = decided_item(after, undo)
-    assert (back["status"], back["decided_by"], back["last_decision"]["id"]) == ("pending", None, "d2")
+    assert (back.status, back.decided_by, back.last_decision.id) == (P, None, "d2")
 
 
 def _decision(action, fc=None, did="d1", supersedes=None):
@@ -150,4 +150,4 @@ def test_training_pairs(action, fc, expected):
 def test_an_undo_drops_what_it_took_back_and_teaches_nothing_itself():
     ds = [_decision(Action.CONFIRM, "fc1", "d1"), _decision(Action.UNDO, None, "d2", supersedes="d1"),
           _decision(Action.REJECT, None, "d3")]
-    assert superseded(ds) == {"d1"} and training_pairs(ds[1]) == []
+    assert superseded(d.to_source() for d in ds) == {"d1"} and training_pairs(ds[1]) == []

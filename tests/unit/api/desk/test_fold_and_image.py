@@ -51,4 +51,4 @@ def test_a_thumbnail_is_a_small_jpeg_of_the_decoded_pixels():
 
 
 def test_an_item_keeps_the_images_identity_and_text_and_the_thumbnail_apart():
-    assert image_fields(None) == {"image": None, "image_thumbnail": None}
+    assert image_fields(None) == (None, None)
