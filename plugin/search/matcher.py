@@ -33,7 +33,7 @@ from plugin.search.image_query import image_hits, image_note, post_texts, same_i
 from plugin.search.images import feature_view, merge_image_hits, ocr_queries, pin_image_hits, signals
 from plugin.lang import detect_language
 from plugin.search.normalize import normalize_post
-from plugin.search.plan import MatchPlan, boost, dense_variants, fused_head, other_language
+from plugin.search.plan import MatchPlan, admit_better_answers, boost, dense_variants, fused_head, other_language
 from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
 from plugin.search.rerank import (Reranker, passage, rank_prior_scores,  # noqa: F401
@@ -217,7 +217,8 @@ class Matcher:
         ``_msearch``, with the image's same-image search in it and its hits first."""
         same = same_image_body(image, decided, self.settings)
         with watch("search_ms"):
-            server = None if decided.stand_ins or image is not None else self._server_plan(
+            # stand-ins and the own-language pass's admissions are computed here, not by the server
+            server = None if decided.stand_ins or decided.own_language or image is not None else self._server_plan(
                 cfg, bodies, weights, decided.size)
             if server is not None:
                 fused = self._server_fuse(server)
@@ -227,6 +228,8 @@ class Matcher:
         with watch("fuse_ms"):
             if server is None:
                 rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
+                if decided.own_language > 0:
+                    rankings = admit_better_answers(rankings, decided.lang, decided.stand_ins)
                 fuse = rrf_fuse if cfg.fusion is Fusion.RRF else minmax_fuse
                 extra = {"k": cfg.rrf_k} if cfg.fusion is Fusion.RRF else {}
                 fused = fuse(rankings, weights, stand_ins=decided.stand_ins,

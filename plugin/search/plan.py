@@ -97,6 +97,37 @@ class MatchPlan:
         return bodies
 
 
+def admit_better_answers(rankings: Mapping[str, list[Hit]], lang: str | None,
+                         stand_ins: Mapping[str, str]) -> dict[str, list[Hit]]:
+    """The own-language pass's rankings with the better answers in other languages admitted
+    (pure): a fact-check in another language that its crosslingual dense sub-query scores at
+    least as high as the best fact-check in the post's language there is the better answer, and
+    ranks in each own-language sub-query above that language's candidates, in its dense order.
+    Anything else in another language must win on the crosslingual sub-queries alone, where the
+    own-language pass does not count for it.
+
+    ``own:<name>`` (a dense retriever, or BM25 through its stand-in) reads ``<name>``'s ranking,
+    or its stand-in's; a prefix (``ocr:``) before ``own:`` is kept. Rankings without an
+    own-language twin are returned as they are."""
+    out = dict(rankings)
+    for key, hits in rankings.items():
+        head, own, base = key.partition(OWN)
+        if not own:
+            continue
+        source = rankings.get(head + stand_ins.get(base, base), [])
+        best = max((h.score for h in source if (h.source or {}).get("lang") == lang), default=None)
+        better = [h for h in source if (other := (h.source or {}).get("lang")) and other != lang
+                  and (best is None or h.score >= best)]
+        if not better:
+            continue
+        ids = {h.id for h in better}
+        ranked = [Hit(id=h.id, score=h.score, rank=i, query=key, source=h.source)
+                  for i, h in enumerate(better, start=1)]
+        out[key] = ranked + [Hit(id=h.id, score=h.score, rank=h.rank + len(ranked), query=key, source=h.source)
+                             for h in hits if h.id not in ids]
+    return out
+
+
 def dense_variants(config: RetrievalConfig, texts: Mapping[str, str | None]) -> list[str]:
     """The query variants a dense retriever of ``config`` embeds (those with text), sorted."""
     return sorted({r.query for r in config.retrievers if r.kind is RetrieverKind.DENSE and texts.get(r.query)})

@@ -86,3 +86,41 @@ def test_the_own_language_pass_is_the_mono_search_at_its_weights_beside_the_cros
     # no uncentred vectors given (nothing was centred): the one vector serves both
     again, _ = plan.queries(cfg, {"post": "vaccines"}, {"post": [0.1]})
     assert again["own:dense:post"] == mono_bodies["dense:post"]
+
+
+def _hits(query, *rows):
+    from plugin.models import Hit
+
+    return [Hit(id=i, score=s, rank=r, query=query, source={"lang": lang})
+            for r, (i, s, lang) in enumerate(rows, start=1)]
+
+
+def test_a_fact_check_in_another_language_joins_the_own_language_pass_only_as_the_better_answer():
+    from plugin.search.plan import admit_better_answers
+
+    rankings = {
+        "dense:post": _hits("dense:post", ("ko1", 0.95, "ko"), ("en1", 0.93, "en"), ("fr1", 0.92, "fr")),
+        "bm25:post": _hits("bm25:post", ("en1", 9.0, "en")),
+        "own:dense:post": _hits("own:dense:post", ("en1", 0.94, "en"), ("en2", 0.90, "en")),
+        "own:bm25:post": _hits("own:bm25:post", ("en1", 9.0, "en"))}
+    out = admit_better_answers(rankings, "en", {"bm25:post": "dense:post"})
+    # ko1 beats the best English candidate on the crosslingual dense sub-query: first in both own
+    # sub-queries (BM25's through its stand-in); fr1 does not, and stays out of them
+    assert [(h.id, h.rank) for h in out["own:dense:post"]] == [("ko1", 1), ("en1", 2), ("en2", 3)]
+    assert [(h.id, h.rank) for h in out["own:bm25:post"]] == [("ko1", 1), ("en1", 2)]
+    assert out["dense:post"] is rankings["dense:post"] and out["bm25:post"] is rankings["bm25:post"]
+    # a tie is the better answer too; nothing better: the rankings as they were
+    tie = {**rankings, "dense:post": _hits("dense:post", ("en1", 0.93, "en"), ("ko1", 0.93, "ko"))}
+    assert [h.id for h in admit_better_answers(tie, "en", {})["own:dense:post"]] == ["ko1", "en1", "en2"]
+    none = {**rankings, "dense:post": _hits("dense:post", ("en1", 0.93, "en"), ("ko1", 0.90, "ko"))}
+    assert admit_better_answers(none, "en", {"bm25:post": "dense:post"}) == none
+
+
+def test_the_image_text_s_own_language_pass_reads_the_image_text_s_rankings():
+    from plugin.search.plan import admit_better_answers
+
+    rankings = {"ocr:dense:post": _hits("ocr:dense:post", ("ko1", 0.95, "ko"), ("en1", 0.93, "en")),
+                "ocr:own:dense:post": _hits("ocr:own:dense:post", ("en1", 0.94, "en")),
+                "dense:post": _hits("dense:post", ("en1", 0.99, "en"))}
+    out = admit_better_answers(rankings, "en", {})
+    assert [h.id for h in out["ocr:own:dense:post"]] == ["ko1", "en1"]
