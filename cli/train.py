@@ -76,6 +76,25 @@ def cmd_reranker_weak_pairs(args: argparse.Namespace, services: Services) -> int
     return 0
 
 
+def cmd_reranker_gate(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.gate import measure_gate
+    from plugin.learn.train.datasets import load_dataset, with_extra_corpus
+
+    if not args.dataset and not args.mixed:
+        raise BadInput("give --dataset or --mixed: the posts the gate is measured on")
+    if args.mixed and not args.extra_corpus:
+        raise BadInput("--mixed needs --extra-corpus: the distractors to mix in")
+    datasets = [load_dataset(_existing("--dataset", d)) for d in args.dataset]
+    for d in args.mixed:
+        mixed = load_dataset(_existing("--mixed", d))
+        for corpus in args.extra_corpus:
+            mixed = with_extra_corpus(mixed, _existing("--extra-corpus", corpus))
+        datasets.append(mixed)
+    dump(measure_gate(services.settings, args.name, _existing("--adapters", args.adapters), datasets,
+                      per_lang=parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6), write=args.write))
+    return 0
+
+
 def cmd_reranker_mine(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.groups import export_groups
 

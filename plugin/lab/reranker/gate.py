@@ -1,0 +1,139 @@
+"""``factsieve train-reranker gate``: measure where a reranker beats the first stage, per post
+language and head kind, on posts it did not train on, and write the table into its manifest.
+
+The served gate (``plugin.search.rerank_gate.measured_gate``) reads the table: a match is
+reranked when its row says the reranker beat the first stage's order there, and keeps the fused
+order (saying why) where it did not or where nothing was measured. Rows are keyed by the post's
+language and by the kind of its head (``head_kind``: ``same`` when every candidate of the fused
+top is in the post's language, else ``mixed``), because a reranker that orders one language well
+may still misorder a head that mixes several.
+
+**Which posts.** Of each dataset, only queries the reranker never trained on and that are not a
+reported split: its ``train`` split minus the manifest's training ids (the fold ``--fold I/K``
+held out), plus ``spare`` queries (weak pairs kept out of training, ``weak_pairs``), at most
+``per_lang`` a language. ``dev`` and ``test`` stay for the one report, so the gate is chosen out
+of fold and measured once.
+
+**The rule.** A row reranks when the reranked MAP@5 beats the first stage's on its posts. A row
+needs ``MIN_POSTS`` posts; thinner languages are pooled into the ``*`` row, which serves every
+language without a row of its own.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import replace
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from plugin.lab.evaluate.metrics import average_precision_at_k
+
+#: posts a (language, head kind) row needs to stand alone
+MIN_POSTS = 20
+#: the splits a gate may be measured on (never dev or test: those are reported)
+GATE_SPLITS = ("train", "spare")
+
+
+def gate_queries(queries: Sequence[dict[str, Any]], trained: set[str], qrels: dict[str, set[str]],
+                 per_lang: int) -> list[dict[str, Any]]:
+    """The dataset's queries the gate may be measured on, at most ``per_lang`` a language, in
+    the dataset's order (pure)."""
+    taken: dict[str | None, int] = defaultdict(int)
+    out = []
+    for q in queries:
+        qid = str(q["id"])
+        if q.get("split") not in GATE_SPLITS or qid in trained or qid not in qrels:
+            continue
+        if taken[q.get("lang")] >= per_lang:
+            continue
+        taken[q.get("lang")] += 1
+        out.append(q)
+    return out
+
+
+def gate_table(samples: Sequence[tuple[str, str, float, float]], min_posts: int = MIN_POSTS) -> dict[str, Any]:
+    """The table from ``(post language, head kind, first-stage AP@5, reranked AP@5)`` per post
+    (pure): a row per language and kind with ``min_posts`` posts, the rest pooled into ``*``."""
+    from plugin.search.rerank_gate import OTHER_LANGUAGES
+
+    cells: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for lang, kind, first, reranked in samples:
+        cells[(lang, kind)].append((first, reranked))
+    rows: dict[str, dict[str, Any]] = defaultdict(dict)
+    pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for (lang, kind), got in sorted(cells.items()):
+        if len(got) >= min_posts:
+            rows[lang][kind] = _row(got)
+        else:
+            pooled[kind].extend(got)
+    for kind, got in sorted(pooled.items()):
+        if len(got) >= min_posts:
+            rows[OTHER_LANGUAGES][kind] = {**_row(got), "languages": sorted(
+                {lang for (lang, k), g in cells.items() if k == kind and len(g) < min_posts})}
+    return {"rows": dict(rows), "min_posts": min_posts,
+            "rule": "rerank where the reranked MAP@5 beats the first stage's on held-out posts"}
+
+
+def _row(got: list[tuple[float, float]]) -> dict[str, Any]:
+    first = round(statistics.fmean(f for f, _ in got), 4)
+    reranked = round(statistics.fmean(r for _, r in got), 4)
+    return {"n": len(got), "first_stage": first, "reranked": reranked, "rerank": reranked > first}
+
+
+def measure_gate(settings: Any, name: str, adapters: Path, datasets: Sequence[Any], *,
+                 config: str = "hybrid-rerank", per_lang: int = 60, write: bool = False) -> dict[str, Any]:
+    """Build reranker adapter ``name`` from ``adapters``, rerank every gate query of each of
+    ``datasets`` (``Dataset``s, extra corpora included) in auto mode with its gate open, and
+    return the table (written into the adapter's manifest with ``write``)."""
+    import json
+    import tempfile
+
+    from plugin.build.adapted import build_lora_reranker
+    from plugin.embedding import load_embedder
+    from plugin.embedding.adapter import load_adapter
+    from plugin.index.store import Store
+    from plugin.lab.evaluate.run import trained_queries_of
+    from plugin.learn.train.datasets import ensure_dataset_index
+    from plugin.models import Mode
+    from plugin.search.matcher import Matcher, MatchRequest
+    from plugin.search.rerank import OnnxCrossEncoder
+    from plugin.search.retrieval import retrieval_config
+
+    adapter = load_adapter(name, adapters)
+    cfg = retrieval_config(config)
+    store, embedder = Store(settings), load_embedder(settings)
+    samples: list[tuple[str, str, float, float]] = []
+    per_dataset = {}
+    with tempfile.TemporaryDirectory(prefix="factsieve-gate-") as tmp:
+        built = build_lora_reranker(settings, name, folder=adapters, dest=Path(tmp) / name)
+        reranker = OnnxCrossEncoder(built, name=name, max_seq_length=int(adapter.manifest.get("max_length", 128)))
+        for dataset in datasets:
+            alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
+            matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker)
+            qrels = dataset.qrels["all"]
+            chosen = gate_queries(dataset.queries, trained_queries_of(adapter.manifest, dataset.path.name),
+                                  qrels, per_lang)
+            for q in chosen:
+                req = MatchRequest(text=q["text"], lang=q.get("lang"), mode=Mode.AUTO, k=10)
+                first = matcher.match(replace(req, rerank=False), cfg)
+                reranked = matcher.match(req, cfg)
+                relevant = qrels[str(q["id"])]
+                lang = q.get("lang") or first.lang or "?"
+                kind = head_kind_of(lang, first.matches)
+                samples.append((lang, kind, average_precision_at_k([m["id"] for m in first.matches], relevant, 5),
+                                average_precision_at_k([m["id"] for m in reranked.matches], relevant, 5)))
+            per_dataset[dataset.name] = len(chosen)
+    table = {**gate_table(samples), "measured_on": per_dataset, "config": config}
+    if write:
+        path = adapters / f"{name}.json"
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest["gate"] = table
+        path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return table
+
+
+def head_kind_of(lang: str, matches: Sequence[dict[str, Any]]) -> str:
+    """``rerank_gate.head_kind`` of the fused head as match dicts (their ``lang``; pure)."""
+    langs = {m.get("lang") for m in matches if m.get("lang")}
+    return "same" if langs <= {lang} else "mixed"

@@ -1,0 +1,32 @@
+"""The language gate's table: which posts it is measured on, and how rows are made."""
+from plugin.lab.reranker.gate import MIN_POSTS, gate_queries, gate_table, head_kind_of
+
+
+def test_the_gate_is_measured_on_held_out_training_and_spare_posts_only_capped_per_language():
+    queries = [{"id": "1", "lang": "en", "split": "train"}, {"id": "2", "lang": "en", "split": "train"},
+               {"id": "3", "lang": "en", "split": "dev"}, {"id": "4", "lang": "en", "split": "test"},
+               {"id": "5", "lang": "fr", "split": "spare"}, {"id": "6", "lang": "fr", "split": "spare"},
+               {"id": "7", "lang": "en", "split": "train"}, {"id": "8", "lang": "fr", "split": "spare"}]
+    qrels = {str(i): {"f"} for i in range(1, 8)}
+    got = gate_queries(queries, trained={"1"}, qrels=qrels, per_lang=1)
+    # 1 trained on, 3 and 4 reported, 8 without qrels; one a language
+    assert [q["id"] for q in got] == ["2", "5"]
+    assert [q["id"] for q in gate_queries(queries, {"1"}, qrels, per_lang=5)] == ["2", "5", "6", "7"]
+
+
+def test_a_row_reranks_where_the_reranker_beat_the_first_stage_and_thin_languages_pool():
+    samples = ([("en", "same", 0.5, 1.0)] * MIN_POSTS + [("en", "mixed", 1.0, 0.5)] * MIN_POSTS
+               + [("sq", "mixed", 0.0, 1.0)] * (MIN_POSTS // 2) + [("ta", "mixed", 0.5, 0.5)] * (MIN_POSTS // 2)
+               + [("ko", "same", 1.0, 1.0)] * 3)
+    table = gate_table(samples)
+    rows = table["rows"]
+    assert rows["en"]["same"] == {"n": MIN_POSTS, "first_stage": 0.5, "reranked": 1.0, "rerank": True}
+    assert rows["en"]["mixed"]["rerank"] is False
+    assert rows["*"]["mixed"] == {"n": MIN_POSTS, "first_stage": 0.25, "reranked": 0.75, "rerank": True,
+                                  "languages": ["sq", "ta"]}
+    assert "same" not in rows["*"] and "ko" not in rows  # too few to say anything: not measured
+
+
+def test_a_head_of_match_dicts_is_same_language_when_every_known_language_is_the_post_s():
+    assert head_kind_of("en", [{"lang": "en"}, {"lang": None}]) == "same"
+    assert head_kind_of("en", [{"lang": "en"}, {"lang": "ar"}]) == "mixed"
