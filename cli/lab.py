@@ -123,6 +123,9 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--config", default="factsieve", metavar="NAME")
     sp.add_argument("--configs-file", type=Path, help="a retrieval configuration file (default: the packaged one)")
     sp.add_argument("--mode", default="auto", help="the matching mode the model is fitted in (default auto, as served)")
+    sp.add_argument("--add-languages", action="store_true",
+                    help="keep the packaged model and add an isotonic map for each language of --dataset's "
+                         "(and every --check's) training queries, measured on their other queries")
     sp.add_argument("--check", type=Path, action="append", metavar="DIR",
                     help="another dataset to measure the fit on (repeatable)")
     sp.add_argument("--out", type=Path, default=written_dir(CALIBRATION), metavar="PATH",

@@ -94,9 +94,23 @@ def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
     dataset = load_dataset(dataset_path(args.dataset))
     config = next(iter(select_configs(args.configs_file, args.config).values()))
     checks = [load_dataset(dataset_path(p)) for p in args.check or []]
+    out = args.out if args.out.suffix == ".json" else args.out / f"{config.name}.json"
+    if args.add_languages:
+        from plugin.lab.calibrate import add_languages
+        from plugin.search.calibration import load_calibrator
+
+        base = load_calibrator(config.calibrator or config.name)
+        if base is None:
+            raise BadInput(f"configuration {config.name!r} has no packaged confidence model to add languages to")
+        try:
+            dump(add_languages(services.store, services.embedder, services.settings, base, [dataset, *checks],
+                               config, out=out, mode=Mode.parse(args.mode)))
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        return 0
     try:
         dump(calibrate(services.store, services.embedder, services.settings, dataset, config,
-                       out=args.out if args.out.suffix == ".json" else args.out / f"{config.name}.json", mode=Mode.parse(args.mode),
+                       out=out, mode=Mode.parse(args.mode),
                        checks=checks, cross_fit=[c.strip() for c in (args.cross_fit or "").split(",") if c.strip()]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None

@@ -174,3 +174,32 @@ def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config
         data = labelled_matches(store, embedder, settings, other, config, mode=mode)
         report["held_out"][Path(str(other.path)).name] = calibration_report(cal, data)
     return report
+
+
+def add_languages(store: Any, embedder: Any, settings: Any, base: Calibrator, datasets: Sequence[Dataset],
+                  config: RetrievalConfig, *, out: Path, mode: Mode = Mode.AUTO) -> dict[str, Any]:
+    """``calibrate --add-languages``: ``base`` with an isotonic map per language of ``datasets``'
+    training queries (``calibration.with_language_maps``), written to ``out`` and measured on
+    each dataset's other queries (never fitted on), before and after, per language."""
+    from plugin.artefacts import outside_package
+    from plugin.search.calibration import with_language_maps
+
+    outside_package(out, "--out")
+    cal, report = base, {"config": config.name, "mode": mode.value, "written": str(out), "datasets": {}}
+    held = {}
+    for dataset in datasets:
+        train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
+        if not len(train["y"]):
+            raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
+        name = Path(str(dataset.path)).name
+        cal, mapped = with_language_maps(cal, train["x"], train["y"], train["lang"], {
+            "dataset": name, "split": "train", "mode": mode.value, "queries": train["queries"],
+            "protocol": "each post with and without its fact-checks in the index; top 10 matches"})
+        held[name] = labelled_matches(store, embedder, settings, dataset, config, mode=mode, exclude_splits=["train"])
+        report["datasets"][name] = {"mapped": mapped, "train": calibration_report(cal, train)}
+    for name, data in held.items():
+        report["datasets"][name]["held_out"] = {"before": calibration_report(base, data),
+                                                "after": calibration_report(cal, data)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
+    return report

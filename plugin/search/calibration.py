@@ -160,6 +160,31 @@ def fit_calibrator(config: str, x: np.ndarray, y: np.ndarray, langs: Sequence[st
                       isotonic=isotonic, trained_on=cal.trained_on)
 
 
+def with_language_maps(cal: Calibrator, x: np.ndarray, y: np.ndarray, langs: Sequence[str],
+                       source: dict[str, Any]) -> tuple[Calibrator, list[str]]:
+    """``cal`` with an isotonic map of its own logit for every language of these labelled
+    matches that has enough of them (``MIN_MATCHES``, ``MIN_POSITIVES``), fitted on them alone;
+    the logistic part and the other maps unchanged (pure). A language the calibrator's own
+    training data did not have (Arabic tweets beside English ones) gets a curve of its own,
+    without refitting what English was fitted on. Returns the calibrator and the languages
+    mapped; ``trained_on["languages"]`` says where each map came from (``source``)."""
+    x = np.asarray(x, dtype="float64")
+    y = np.asarray(y, dtype="float64")
+    langs_a = np.asarray(langs)
+    z = cal.logit(x) if len(y) else np.zeros(0)
+    isotonic, mapped = dict(cal.isotonic), []
+    for lang in sorted(set(langs)):
+        mask = langs_a == lang
+        if lang in ("", "?", "*") or mask.sum() < MIN_MATCHES or y[mask].sum() < MIN_POSITIVES:
+            continue
+        isotonic[lang] = dict(zip(("x", "y"), fit_isotonic(z[mask], y[mask])))
+        mapped.append(lang)
+    maps = {**cal.trained_on.get("languages", {}),
+            **{lang: {**source, "matches": int((langs_a == lang).sum())} for lang in mapped}}
+    return Calibrator(config=cal.config, mean=cal.mean, std=cal.std, weights=cal.weights, isotonic=isotonic,
+                      trained_on={**cal.trained_on, "languages": maps}), mapped
+
+
 def expected_calibration_error(probs: Sequence[float], labels: Sequence[float], bins: int = 10) -> float:
     """ECE: Σ_b (n_b / N) · |mean label_b − mean confidence_b| over ``bins`` equal-width bins."""
     p = np.asarray(probs, dtype="float64")
