@@ -37,13 +37,13 @@ def cmd_learn_calibrate(args: argparse.Namespace, services: Services) -> int:
 
     store = not args.dry_run
     if args.tenant:
-        s = summary(refit(services, check_tenant(args.tenant), store=store))
+        s = summary(refit(services.review, services.recalibrations, check_tenant(args.tenant), store=store))
         dump(s) if args.json else print(_line(s))
         return 0
     results = []
-    for tenant, _ in due_tenants(services, 1):
+    for tenant, _ in due_tenants(services.review, services.recalibrations, 1):
         try:
-            results.append(summary(refit(services, tenant, store=store)))
+            results.append(summary(refit(services.review, services.recalibrations, tenant, store=store)))
         except BadInput as exc:
             results.append({"tenant": tenant, "refused": exc.detail})
     if args.json:
@@ -109,7 +109,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
                    embedder=services.embedder)
 
     def recalibrate(tenant: str) -> dict[str, Any]:
-        s = summary(refit(sim, tenant))
+        s = summary(refit(sim.review, sim.recalibrations, tenant))
         return {k: s[k] for k in ("ece_before", "ece_after", "ece_at_1_before", "ece_at_1_after", "tier")}
 
     def tier(tenant: str) -> float | None:

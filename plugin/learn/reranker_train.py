@@ -152,7 +152,7 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
         raise BadInput(f"configuration {cfg.name!r} does not rerank with a packaged LoRA adapter")
 
     t = time.perf_counter()
-    groups = decision_groups(tenant_decisions(services, tenant))
+    groups = decision_groups(tenant_decisions(services.review, tenant))
     passages = fetch_passages(services.store, settings.index, factcheck_ids(groups))
     fit, held = split(with_texts(groups, passages))
     if len(fit) < MIN_TRAIN_GROUPS or len(held) < MIN_HELD_GROUPS:
