@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.service.keys import check_tenant
@@ -10,9 +10,20 @@ from plugin.service.services import Services
 
 from cli.common import dump
 
+if TYPE_CHECKING:
+    from plugin.learn.reranker_train import RerankerParts
+
 #: what ``learn calibrate`` prints of a stored recalibration
 SUMMARY = ("tenant", "decisions", "per_language", "ece_before", "ece_after", "ece_at_1_before",
            "ece_at_1_after", "tier", "calibrator", "fitted_at", "stored")
+
+
+def reranker_parts(services: Services) -> RerankerParts:
+    """The parts a reranker update uses (``plugin.learn.reranker_train``), from ``services``."""
+    from plugin.learn.reranker_train import RerankerParts
+
+    return RerankerParts(desk=services.review, store=services.store, embedder=services.embedder,
+                         champions=services.champions, settings=services.settings, config=services.config)
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +83,7 @@ def cmd_learn_reranker(args: argparse.Namespace, services: Services) -> int:
     options = LearnOptions(epochs=args.epochs, flip_labels=args.flip_labels, device=args.device,
                            reference=Path(args.reference or REFERENCE_DATASET),
                            **({"config": args.config} if args.config else {}))
-    report = learn_reranker(services, check_tenant(args.tenant), options)
+    report = learn_reranker(reranker_parts(services), check_tenant(args.tenant), options)
     dump(report) if args.json else print(_reranker_line(report))
     return 0
 
@@ -118,7 +129,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     def reranker(tenant: str) -> dict[str, Any]:
         from plugin.learn.reranker_train import LearnOptions, learn_reranker
 
-        r = learn_reranker(sim, tenant, LearnOptions(epochs=args.reranker_epochs))
+        r = learn_reranker(reranker_parts(sim), tenant, LearnOptions(epochs=args.reranker_epochs))
         return {"promoted": r["promoted"], "champion": r["champion"]["MAP@5"],
                 "challenger": r["challenger"]["MAP@5"], "reason": r["reason"], "seconds": r["seconds"]}
 
