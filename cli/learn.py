@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.service.keys import check_tenant
@@ -10,9 +10,20 @@ from plugin.service.services import Services
 
 from cli.common import dump
 
+if TYPE_CHECKING:
+    from plugin.learn.reranker_train import RerankerParts
+
 #: what ``learn calibrate`` prints of a stored recalibration
 SUMMARY = ("tenant", "decisions", "per_language", "ece_before", "ece_after", "ece_at_1_before",
            "ece_at_1_after", "tier", "calibrator", "fitted_at", "stored")
+
+
+def reranker_parts(services: Services) -> RerankerParts:
+    """The parts a reranker update uses (``plugin.learn.reranker_train``), from ``services``."""
+    from plugin.learn.reranker_train import RerankerParts
+
+    return RerankerParts(desk=services.review, store=services.store, embedder=services.embedder,
+                         champions=services.champions, settings=services.settings, config=services.config)
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -37,13 +48,13 @@ def cmd_learn_calibrate(args: argparse.Namespace, services: Services) -> int:
 
     store = not args.dry_run
     if args.tenant:
-        s = summary(refit(services, check_tenant(args.tenant), store=store))
+        s = summary(refit(services.review, services.recalibrations, check_tenant(args.tenant), store=store))
         dump(s) if args.json else print(_line(s))
         return 0
     results = []
-    for tenant, _ in due_tenants(services, 1):
+    for tenant, _ in due_tenants(services.review, services.recalibrations, 1):
         try:
-            results.append(summary(refit(services, tenant, store=store)))
+            results.append(summary(refit(services.review, services.recalibrations, tenant, store=store)))
         except BadInput as exc:
             results.append({"tenant": tenant, "refused": exc.detail})
     if args.json:
@@ -72,7 +83,7 @@ def cmd_learn_reranker(args: argparse.Namespace, services: Services) -> int:
     options = LearnOptions(epochs=args.epochs, flip_labels=args.flip_labels, device=args.device,
                            reference=Path(args.reference or REFERENCE_DATASET),
                            **({"config": args.config} if args.config else {}))
-    report = learn_reranker(services, check_tenant(args.tenant), options)
+    report = learn_reranker(reranker_parts(services), check_tenant(args.tenant), options)
     dump(report) if args.json else print(_reranker_line(report))
     return 0
 
@@ -109,7 +120,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
                    embedder=services.embedder)
 
     def recalibrate(tenant: str) -> dict[str, Any]:
-        s = summary(refit(sim, tenant))
+        s = summary(refit(sim.review, sim.recalibrations, tenant))
         return {k: s[k] for k in ("ece_before", "ece_after", "ece_at_1_before", "ece_at_1_after", "tier")}
 
     def tier(tenant: str) -> float | None:
@@ -118,7 +129,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     def reranker(tenant: str) -> dict[str, Any]:
         from plugin.learn.reranker_train import LearnOptions, learn_reranker
 
-        r = learn_reranker(sim, tenant, LearnOptions(epochs=args.reranker_epochs))
+        r = learn_reranker(reranker_parts(sim), tenant, LearnOptions(epochs=args.reranker_epochs))
         return {"promoted": r["promoted"], "champion": r["champion"]["MAP@5"],
                 "challenger": r["challenger"]["MAP@5"], "reason": r["reason"], "seconds": r["seconds"]}
 

@@ -201,7 +201,7 @@ def main() -> None:
             (d,) = services.review.decide(tenant, "oracle", [{"post_id": post["id"],
                                                                **oracle(result["matches"], qrels[q["id"]])}])
             decided[d.action.value] += 1
-            rejected[q["id"]] = {fc for fc, ok in pairs_of(d.to_source()) if not ok}
+            rejected[q["id"]] = {fc for fc, ok in pairs_of(d) if not ok}
         originals_s = time.perf_counter() - ts
         for index in (settings.posts_index, settings.decisions_index):
             store.refresh(index)

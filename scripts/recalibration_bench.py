@@ -68,7 +68,7 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
             out = json.loads(done.stdout)
-            decisions = list(tenant_decisions(services, tenant))
+            decisions = list(tenant_decisions(services.review, tenant))
             c0 = time.process_time()
             fit_tenant(decisions, tenant)
             fit_cpu = time.process_time() - c0

@@ -26,7 +26,8 @@ def start_recalibrator(app: Any, interval_s: float) -> threading.Event:
     def loop() -> None:
         while not stop.wait(interval_s):
             try:
-                out = refit_due(services_of(app))
+                services = services_of(app)
+                out = refit_due(services.review, services.recalibrations, services.kv, services.settings)
                 if out["refitted"] or out["refused"]:
                     log.info("recalibration check: %s", out)
             except Exception:  # a check that fails (OpenSearch or Redis down) is tried next time

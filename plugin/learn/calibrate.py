@@ -34,6 +34,7 @@ from typing import Any
 from plugin.errors import BadInput
 from plugin.learn.tier import Tier, auto_tier
 from plugin.review.model import Action, superseded
+from plugin.review.records import Decision, Origin, ShownCandidate
 from plugin.search.calibration import CEIL, FLOOR, expected_calibration_error
 
 #: a refit needs at least this many decisions that teach (not auto, not not_a_claim, not undone)
@@ -82,74 +83,71 @@ class Row:
     top: bool
 
 
-def packaged_confidence(candidate: Mapping[str, Any]) -> float | None:
+def packaged_confidence(candidate: ShownCandidate) -> float | None:
     """The candidate's packaged confidence: ``confidence_packaged`` when a recalibration served
     it (``plugin.learn.calibration_step``), else ``confidence``."""
-    value = candidate.get("confidence_packaged")
-    return candidate.get("confidence") if value is None else value
+    value = candidate.confidence_packaged
+    return candidate.confidence if value is None else value
 
 
-def teaching(decisions: Iterable[Mapping[str, Any]]
-             ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], Counter]:
+def teaching(decisions: Iterable[Decision]) -> tuple[list[Decision], list[Decision], Counter[str]]:
     """The decisions a refit learns from, the standing not-a-claim ones (no pair, but the tier
     counts them: ``top_outcome``), and how many were left out and why."""
     decisions = list(decisions)
     dropped = superseded(decisions)
-    left: Counter = Counter()
+    left: Counter[str] = Counter()
     kept, claimless = [], []
     for d in decisions:
-        if d["id"] in dropped:
+        if d.id in dropped:
             left["undone"] += 1
-        elif d.get("origin") == "auto":
+        elif d.origin is Origin.AUTO:
             left["auto"] += 1
-        elif d["action"] == Action.NOT_A_CLAIM.value:
+        elif d.action is Action.NOT_A_CLAIM:
             left["not_a_claim"] += 1
             claimless.append(d)
-        elif d["action"] == Action.UNDO.value:
+        elif d.action is Action.UNDO:
             left["undo"] += 1
         else:
             kept.append(d)
     return kept, claimless, left
 
 
-def labelled(decision: Mapping[str, Any]) -> list[Row]:
+def labelled(decision: Decision) -> list[Row]:
     """The labelled shown candidates of one teaching decision (module docstring); candidates
     without a packaged confidence (a configuration without a confidence model) teach nothing."""
-    action = Action(decision["action"])
-    fc = decision.get("factcheck_id")
-    cands = decision.get("candidates") or []
+    action, fc = decision.action, decision.factcheck_id
+    cands = decision.candidates or ()
     if action in (Action.CONFIRM, Action.MANUAL) and fc:
-        labels = {c["factcheck_id"]: int(c["factcheck_id"] == fc) for c in cands}
+        labels = {c.factcheck_id: int(c.factcheck_id == fc) for c in cands}
     elif action is Action.REJECT and fc:
         labels = {fc: 0}
     elif action in (Action.REJECT, Action.NONE):
-        labels = {c["factcheck_id"]: 0 for c in cands}
+        labels = {c.factcheck_id: 0 for c in cands}
     else:
         return []
-    first = min(range(len(cands)), key=lambda i: cands[i].get("rank") or i + 1) if cands else -1
+    first = min(range(len(cands)), key=lambda i: cands[i].rank or i + 1) if cands else -1
     rows = []
     for i, c in enumerate(cands):
         p = packaged_confidence(c)
-        if c["factcheck_id"] in labels and p is not None:
-            rows.append(Row(decision["post_id"], decision.get("post_lang") or "", float(p),
-                            labels[c["factcheck_id"]], i == first))
+        if c.factcheck_id in labels and p is not None:
+            rows.append(Row(decision.post_id, decision.post_lang or "", float(p),
+                            labels[c.factcheck_id], i == first))
     return rows
 
 
-def top_outcome(decision: Mapping[str, Any]) -> tuple[float, int, str] | None:
+def top_outcome(decision: Decision) -> tuple[float, int, str] | None:
     """``(packaged confidence, right, post language)`` of the decision's top candidate, for the tier: right when
     the reviewer confirmed it; wrong when they confirmed another, matched one manually, rejected
     all, found none or said the post makes no claim (auto-confirming it would be an error). A
     reject of another candidate says nothing about the top one: ``None``."""
-    cands = [c for c in decision.get("candidates") or () if packaged_confidence(c) is not None]
-    if not cands:
+    scored = [(c, p) for c in decision.candidates or () if (p := packaged_confidence(c)) is not None]
+    if not scored:
         return None
-    top = min(cands, key=lambda c: c.get("rank") or 10**6)  # as ``labelled`` picks it
-    action, fc = Action(decision["action"]), decision.get("factcheck_id")
-    if action is Action.REJECT and fc and fc != top["factcheck_id"]:
+    top, p = min(scored, key=lambda cp: cp[0].rank or 10**6)  # as ``labelled`` picks it
+    action, fc = decision.action, decision.factcheck_id
+    if action is Action.REJECT and fc and fc != top.factcheck_id:
         return None
-    return (float(packaged_confidence(top)), int(action is Action.CONFIRM and fc == top["factcheck_id"]),
-            decision.get("post_lang") or "")
+    return float(p), int(action is Action.CONFIRM and fc == top.factcheck_id), decision.post_lang or ""
 
 
 # -- the model ---------------------------------------------------------------------------------------
@@ -245,11 +243,17 @@ class Fit:
     decisions_until: str | None = None
 
 
-def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
+def decision_calibrator(decision: Decision) -> str | None:
+    """The packaged calibrator the decision's confidences came from (``versions.calibrator``)."""
+    name = decision.versions.get("calibrator")
+    return name if isinstance(name, str) else None
+
+
+def fit_tenant(decisions: Iterable[Decision], tenant: str = "") -> Fit:
     """Refit a tenant's confidence from its decision log (module docstring); ``BadInput`` naming
     what is missing when the decisions are too few or one-sided."""
     kept, claimless, left = teaching(decisions)
-    named = Counter((d.get("versions") or {}).get("calibrator") for d in kept)
+    named = Counter(decision_calibrator(d) for d in kept)
     named.pop(None, None)
     who = f"tenant {tenant!r}" if tenant else "the tenant"
     if not named:
@@ -257,9 +261,9 @@ def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
                        f"({len(kept)} teaching decisions; a configuration without a confidence "
                        f"model records none)")
     calibrator = named.most_common(1)[0][0]
-    kept = [d for d in kept if (d.get("versions") or {}).get("calibrator") == calibrator]
-    claimless = [d for d in claimless if (d.get("versions") or {}).get("calibrator") == calibrator]
-    confirms = sum(d["action"] in (Action.CONFIRM.value, Action.MANUAL.value) for d in kept)
+    kept = [d for d in kept if decision_calibrator(d) == calibrator]
+    claimless = [d for d in claimless if decision_calibrator(d) == calibrator]
+    confirms = sum(d.action in (Action.CONFIRM, Action.MANUAL) for d in kept)
     rejects = len(kept) - confirms
     if len(kept) < MIN_DECISIONS:
         raise BadInput(f"{who} has {len(kept)} decisions to recalibrate from; at least "
@@ -275,15 +279,15 @@ def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
         raise BadInput(f"{who}'s decisions are one-sided at the top: the top candidate was right in "
                        f"{right} posts and wrong in {wrong}; at least {MIN_PER_SIDE} of each are "
                        f"needed to recalibrate instead of learning a degenerate model")
-    fitted = [r for d in kept if not held_out(d["post_id"]) for r in labelled(d)]
-    test_decisions = [d for d in kept if held_out(d["post_id"])]
+    fitted = [r for d in kept if not held_out(d.post_id) for r in labelled(d)]
+    test_decisions = [d for d in kept if held_out(d.post_id)]
     test = [r for d in test_decisions for r in labelled(d)]
     if not fitted or len({r.label for r in fitted}) < 2:
         raise BadInput(f"{who}'s decisions outside the held-out share have only one kind of label; "
                        f"more decisions are needed")
     model, per_language = fit_recalibration(fitted)
     tops = [t for d in test_decisions if (t := top_outcome(d)) is not None]
-    claimless_tops = [t for d in claimless if held_out(d["post_id"]) and (t := top_outcome(d)) is not None]
+    claimless_tops = [t for d in claimless if held_out(d.post_id) and (t := top_outcome(d)) is not None]
     tier = auto_tier([model.predict(p, lang, True) for p, _, lang in tops + claimless_tops],
                      [y for _, y, _ in tops + claimless_tops])
     before = [r.confidence for r in test]
@@ -299,5 +303,5 @@ def fit_tenant(decisions: Iterable[Mapping[str, Any]], tenant: str = "") -> Fit:
               "fitted_rows": len(fitted), "held_out_decisions": len(test_decisions),
               "held_out_rows": len(test), "left_out_auto": left["auto"],
               "left_out_not_a_claim": left["not_a_claim"], "left_out_undone": left["undone"]}
-    until = max((d["at"] for d in kept), default=None)
+    until = max((d.at for d in kept), default=None)
     return Fit(model, tier, counts, per_language, ece, calibrator, until)

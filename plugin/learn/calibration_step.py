@@ -14,11 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import DecisionConflict, NotFound
 from plugin.review.records import Decision
 from plugin.search.result import Match
+
+if TYPE_CHECKING:
+    from plugin.learn.calibration_store import Recalibrations
+    from plugin.review.desk import ReviewDesk
+    from plugin.review.rules import Rules
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +47,9 @@ def calibrator_of(config: str | None) -> str | None:
 
 
 class Recalibration:
-    """The recalibration step; ``recalibrations``: ``calibration_store.Recalibrations``."""
+    """The recalibration step over the tenants' stored maps."""
 
-    def __init__(self, recalibrations: Any) -> None:
+    def __init__(self, recalibrations: Recalibrations) -> None:
         self.recalibrations = recalibrations
 
     def apply(self, tenant: str, post: Mapping[str, Any], result: Match) -> Match:
@@ -70,24 +75,25 @@ class Recalibration:
         return replace(result, candidates=tuple(out)) if changed else result
 
 
-def auto_confirm(services: Any, tenant: str, post_id: str, result: Match) -> Decision | None:
-    """Confirm the post's top match without a person when the tenant opted in
-    (``TenantRules.auto_confirm``), has an auto-confirm tier, and the top match's (recalibrated)
-    confidence reaches it: a decision with origin ``auto`` (its ``match.confirmed`` says
-    ``"auto": true``), shown in the desk's history and undone like any other. Returns the
-    decision, or ``None``. Idempotent: an item already decided (a job run twice, or a reviewer
-    first) or never queued is left alone."""
+def auto_confirm(desk: ReviewDesk, rules: Rules, recalibrations: Recalibrations,
+                 tenant: str, post_id: str, result: Match) -> Decision | None:
+    """Confirm the post's top match on ``desk`` without a person when the tenant opted in
+    (``rules``: ``TenantRules.auto_confirm``), has an auto-confirm tier (its record in
+    ``recalibrations``), and the top match's (recalibrated) confidence reaches it: a decision
+    with origin ``auto`` (its ``match.confirmed`` says ``"auto": true``), shown in the desk's
+    history and undone like any other. Returns the decision, or ``None``. Idempotent: an item
+    already decided (a job run twice, or a reviewer first) or never queued is left alone."""
     top = result.best
-    if top is None or not services.review_rules.for_tenant(tenant).auto_confirm:
+    if top is None or not rules.for_tenant(tenant).auto_confirm:
         return None
-    record = services.recalibrations.get(tenant)
+    record = recalibrations.get(tenant)
     threshold = ((record or {}).get("tier") or {}).get("threshold")
     if threshold is None or top.confidence is None or top.confidence < threshold:
         return None
     if top.confidence_packaged is None:  # not served by this tenant's map
         return None
     try:
-        (decision,) = services.review.decide(tenant, AUTO_ACTOR, [
+        (decision,) = desk.decide(tenant, AUTO_ACTOR, [
             {"post_id": post_id, "action": "confirm", "factcheck_id": top.id}], origin="auto")
     except (DecisionConflict, NotFound) as exc:
         log.info("post %s of tenant %s not auto-confirmed: %s", post_id, tenant, exc.detail)

@@ -16,15 +16,19 @@ import logging
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.learn.calibrate import Fit, Recalibration, fit_tenant
 from plugin.learn.tenant_records import TenantRecords
 from plugin.review.queries import export_query, tenant_filter
+from plugin.review.records import Decision
 from plugin.search.calibration import calibrator_path
 from plugin.kv import KV
 from plugin.settings import Settings
+
+if TYPE_CHECKING:
+    from plugin.review.desk import ReviewDesk
 
 log = logging.getLogger(__name__)
 
@@ -109,59 +113,59 @@ class Recalibrations:
 
 
 # -- refit -------------------------------------------------------------------------------------------
-def tenant_decisions(services: Any, tenant: str) -> Iterator[dict[str, Any]]:
-    """The tenant's whole decision log, as stored (candidate snapshots included)."""
-    services.review.ensure()
-    for hit in services.store.scan(services.settings.decisions_index, export_query(tenant)):
-        yield hit["_source"]
+def tenant_decisions(desk: ReviewDesk, tenant: str) -> Iterator[Decision]:
+    """The tenant's whole decision log (candidate snapshots included), parsed here at the log's
+    edge, one decision at a time as the scroll reads them (the desk owns the log's alias)."""
+    desk.ensure()
+    for hit in desk.store.scan(desk.log, export_query(tenant)):
+        yield Decision.from_source(hit["_source"])
 
 
-def refit(services: Any, tenant: str, *, store: bool = True) -> dict[str, Any]:
+def refit(desk: ReviewDesk, recalibrations: Recalibrations, tenant: str, *,
+          store: bool = True) -> dict[str, Any]:
     """Fit the tenant's recalibration from its decisions and (``store``) make it the one served;
     the stored record plus ``stored``. A refusal (``BadInput``) is noted and raised."""
-    decisions = list(tenant_decisions(services, tenant))
+    decisions = list(tenant_decisions(desk, tenant))
     try:
         fit = fit_tenant(decisions, tenant)
     except BadInput as exc:
         if store:
-            newest = max((d["at"] for d in decisions), default=None)
-            services.recalibrations.note_refusal(tenant, newest, exc.detail)
+            newest = max((d.at for d in decisions), default=None)
+            recalibrations.note_refusal(tenant, newest, exc.detail)
         raise
     record = record_of(fit, tenant, datetime.now(UTC).isoformat(timespec="milliseconds"))
     if store:
-        services.recalibrations.save(tenant, record)
+        recalibrations.save(tenant, record)
     return {**record, "stored": store}
 
 
-def due_tenants(services: Any, min_new: int) -> list[tuple[str, int]]:
+def due_tenants(desk: ReviewDesk, recalibrations: Recalibrations, min_new: int) -> list[tuple[str, int]]:
     """``(tenant, new decisions)`` of every tenant with at least ``min_new`` decisions by a
     person since its last fit (or refused attempt)."""
-    services.review.ensure()
-    index = services.settings.decisions_index
-    buckets = services.store.search(index, tenants_body())["aggregations"]["tenants"]["buckets"]
+    desk.ensure()
+    buckets = desk.store.search(desk.log, tenants_body())["aggregations"]["tenants"]["buckets"]
     out = []
     for b in buckets:
         tenant = b["key"]
-        after = services.recalibrations.last_seen(tenant)
-        found = services.store.search(index, new_decisions_body(tenant, after))
+        after = recalibrations.last_seen(tenant)
+        found = desk.store.search(desk.log, new_decisions_body(tenant, after))
         new = int(found["hits"]["total"]["value"])
         if new >= min_new:
             out.append((tenant, new))
     return out
 
 
-def refit_due(services: Any) -> dict[str, Any]:
+def refit_due(desk: ReviewDesk, recalibrations: Recalibrations, kv: KV, settings: Settings) -> dict[str, Any]:
     """The scheduled check: refit every due tenant (``due_tenants``); a refusal is logged and
-    noted, never raised. One check at a time across workers (a Redis lock)."""
-    settings, kv = services.settings, services.kv
+    noted, never raised. One check at a time across workers (a Redis lock in ``kv``)."""
     lock_s = max(1, int(settings.learn_calibrate_every_s))
     if not kv.call("recalibration lock", kv.client.set, kv.key("learn", "calibration-lock"), "1",
                    nx=True, ex=lock_s):
         return {"locked": True, "refitted": [], "refused": []}
     refitted, refused = [], []
-    for tenant, new in due_tenants(services, settings.learn_calibrate_min_new_decisions):
+    for tenant, new in due_tenants(desk, recalibrations, settings.learn_calibrate_min_new_decisions):
         try:
-            refit(services, tenant)
+            refit(desk, recalibrations, tenant)
             refitted.append(tenant)
         except BadInput as exc:
             log.info("recalibration of tenant %s refused (%d new decisions): %s", tenant, new, exc.detail)

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
-from plugin.learn.calibrate import logit, sigmoid
+from plugin.learn.calibrate import decision_calibrator, logit, sigmoid
+from plugin.review.records import Decision
 from plugin.search.result import Match
+
+if TYPE_CHECKING:
+    from plugin.review.desk import ReviewDesk
 
 #: the synthetic tenant's true map from the packaged confidence: ``(a, b)``
 TRUE_MAP = (1.6, -0.9)
@@ -23,9 +27,10 @@ TRUE_MAP = (1.6, -0.9)
 def synthetic_decisions(n: int, *, seed: int = 0, tenant: str = "t", langs: tuple[str, ...] = ("en", "es"),
                         true_map: tuple[float, float] = TRUE_MAP, shown: int = 5,
                         calibrator: str = "factsieve", not_a_claim: float = 0.03,
-                        only: str | None = None) -> list[dict[str, Any]]:
-    """``n`` decision records as the decision log stores them (``plugin.review.model``).
-    ``only="confirm"`` or ``"none"``: a one-sided log, for the refusal."""
+                        only: str | None = None) -> list[Decision]:
+    """``n`` decisions as they are read from the decision log (``Decision.from_source`` of the
+    documents it stores, ``plugin.review.model``). ``only="confirm"`` or ``"none"``: a one-sided
+    log, for the refusal."""
     rng = random.Random(seed)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     out = []
@@ -48,25 +53,27 @@ def synthetic_decisions(n: int, *, seed: int = 0, tenant: str = "t", langs: tupl
             action, fc = "confirm", right["factcheck_id"]
         else:
             action, fc = ("none" if roll < 0.5 else "reject"), None
-        out.append({"id": f"dec-{seed}-{i}", "tenant": tenant, "post_id": f"post-{seed}-{i}",
-                    "post_lang": langs[i % len(langs)], "action": action, "factcheck_id": fc,
-                    "origin": "desk", "actor": "ana", "supersedes": None,
-                    "at": (start + timedelta(minutes=i)).isoformat(timespec="milliseconds"),
-                    "versions": {"calibrator": calibrator}, "candidates": cands})
+        out.append(Decision.from_source({
+            "id": f"dec-{seed}-{i}", "tenant": tenant, "post_id": f"post-{seed}-{i}",
+            "post_lang": langs[i % len(langs)], "action": action, "factcheck_id": fc,
+            "origin": "desk", "actor": "ana", "supersedes": None,
+            "at": (start + timedelta(minutes=i)).isoformat(timespec="milliseconds"),
+            "versions": {"calibrator": calibrator}, "candidates": cands}))
     return out
 
 
-def record_through_desk(desk: Any, tenant: str, decisions: list[dict[str, Any]], actor: str = "ana") -> None:
-    """``decisions`` made real on ``desk`` (a ``ReviewDesk``): a review item for each post with its
-    synthetic candidates, then the decisions on them, in lists of 200."""
+def record_through_desk(desk: ReviewDesk, tenant: str, decisions: list[Decision], actor: str = "ana") -> None:
+    """``decisions`` made real on ``desk``: a review item for each post with its synthetic
+    candidates, then the decisions on them (as the API's JSON), in lists of 200."""
     for d in decisions:
-        matches = [{"id": c["factcheck_id"], "rank": c["rank"], "score": c["score"],
-                    "confidence": c["confidence"]} for c in d["candidates"]]
-        calibrator = d["versions"]["calibrator"]
-        desk.record_item(tenant, d["post_id"], "a post", d["post_lang"], None, None,
+        matches = [{"id": c.factcheck_id, "rank": c.rank, "score": c.score, "confidence": c.confidence}
+                   for c in d.candidates or ()]
+        calibrator = decision_calibrator(d)
+        desk.record_item(tenant, d.post_id, "a post", d.post_lang, None, None,
                          Match.from_dict({"matches": matches, "config": calibrator, "reranked": False},
                                          {"retrieval_config": calibrator, "calibrator": calibrator}))
-    wanted = [{"post_id": d["post_id"], "action": d["action"],
-               **({"factcheck_id": d["factcheck_id"]} if d["factcheck_id"] else {})} for d in decisions]
+    wanted: list[object] = [{"post_id": d.post_id, "action": d.action.value,
+                             **({"factcheck_id": d.factcheck_id} if d.factcheck_id else {})}
+                            for d in decisions]
     for start in range(0, len(wanted), 200):
         desk.decide(tenant, actor, wanted[start:start + 200], origin="desk")

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from plugin.models import STORED_FIELDS
 from plugin.review.model import Action, superseded
+from plugin.review.records import Decision
 from plugin.search.duplicates import DUPLICATE_JACCARD, similar, words
 from plugin.search.normalize import normalize_post
 from plugin.search.result import Candidate, Match
@@ -33,8 +34,8 @@ from plugin.search.result import Candidate, Match
 #: the reason a match carries when the desk confirmed it for this post or a re-post of it
 CONFIRMED_BY_DESK = "confirmed-by-desk"
 #: actions that confirm their fact-check, and those that reject what they name (or all shown)
-CONFIRMS = frozenset({Action.CONFIRM.value, Action.MANUAL.value})
-REJECTS = frozenset({Action.REJECT.value, Action.NONE.value})
+CONFIRMS = frozenset({Action.CONFIRM, Action.MANUAL})
+REJECTS = frozenset({Action.REJECT, Action.NONE})
 #: the confidence of a pair the desk confirmed on this very post: the desk's word, less the
 #: odd reviewer slip
 SAME_POST_CONFIDENCE = 0.99
@@ -93,46 +94,46 @@ def near_duplicates(post_id: str | None, neighbours: Iterable[Neighbour], min_si
     return out
 
 
-def live_decisions(decisions: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def live_decisions(decisions: Iterable[Decision]) -> dict[str, Decision]:
     """Each post's decision in force, ``{post_id: decision}``: the newest one no undo took back
     (an undo itself is not in force). A post whose last decision was undone has none."""
     decisions = list(decisions)
     gone = superseded(decisions)
-    out: dict[str, Mapping[str, Any]] = {}
-    for d in sorted(decisions, key=lambda d: (d.get("at") or "", d.get("id") or "")):
-        if d["id"] in gone or d.get("action") == Action.UNDO.value:
+    out: dict[str, Decision] = {}
+    for d in sorted(decisions, key=lambda d: (d.at or "", d.id or "")):
+        if d.id in gone or d.undoes:
             continue
-        out[d["post_id"]] = d
+        out[d.post_id] = d
     return out
 
 
-def pairs_of(decision: Mapping[str, Any]) -> list[tuple[str, bool]]:
+def pairs_of(decision: Decision) -> list[tuple[str, bool]]:
     """``(fact-check, confirmed)`` pairs one decision states: a confirm or manual its fact-check;
     a reject the one it names, or every candidate shown when it names none; ``none`` every
     candidate shown; ``not_a_claim`` nothing."""
-    action, fc = decision.get("action"), decision.get("factcheck_id")
+    action, fc = decision.action, decision.factcheck_id
     if action in CONFIRMS and fc:
         return [(fc, True)]
-    if action == Action.REJECT.value and fc:
+    if action is Action.REJECT and fc:
         return [(fc, False)]
     if action in REJECTS:
-        return [(c["factcheck_id"], False) for c in decision.get("candidates") or ()]
+        return [(c.factcheck_id, False) for c in decision.candidates or ()]
     return []
 
 
-def verdicts(near: Sequence[Neighbour], live: Mapping[str, Mapping[str, Any]],
+def verdicts(near: Sequence[Neighbour], live: Mapping[str, Decision],
              post_id: str | None = None) -> dict[str, RememberedDecision]:
     """The desk's word per fact-check over the near-duplicates ``near`` (closest first, as
     ``near_duplicates`` orders them; equally close posts: the newest decision first); the first
     post that says something about a fact-check wins it."""
     ranked = sorted((n for n in near if n.post_id in live),
-                    key=lambda n: live[n.post_id].get("at") or "", reverse=True)
+                    key=lambda n: live[n.post_id].at or "", reverse=True)
     ranked.sort(key=lambda n: -n.similarity)  # stable: the newest first among equals
     out: dict[str, RememberedDecision] = {}
     for n in ranked:
         d = live[n.post_id]
         for fc, confirmed in pairs_of(d):
-            out.setdefault(fc, RememberedDecision(fc, confirmed, n.post_id, round(n.similarity, 4), d["id"],
+            out.setdefault(fc, RememberedDecision(fc, confirmed, n.post_id, round(n.similarity, 4), d.id,
                                        same_post=post_id is not None and n.post_id == post_id))
     return out
 
@@ -191,7 +192,7 @@ class PostReader(Protocol):
 
     def neighbours(self, tenant: str, vector: Sequence[float], k: int) -> list[Neighbour]: ...
 
-    def decisions(self, tenant: str, post_ids: Sequence[str]) -> list[dict[str, Any]]: ...
+    def decisions(self, tenant: str, post_ids: Sequence[str]) -> list[Decision]: ...
 
     def factchecks(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-#: the decision fields the memory reads (``plugin.review.model.decision_record``)
-DECISION_FIELDS = ("id", "post_id", "factcheck_id", "action", "origin", "at", "supersedes",
-                   "candidates")
+#: the decision fields the memory reads (``plugin.review.model.decision_record``): what it uses,
+#: and ``tenant`` and ``actor``, which every ``plugin.review.records.Decision`` carries
+DECISION_FIELDS = ("id", "tenant", "post_id", "factcheck_id", "action", "actor", "origin", "at",
+                   "supersedes", "candidates")
 #: the post fields a neighbour carries back
 POST_FIELDS = ("post_id", "text", "lang", "created_at")
 #: the most decisions one read returns: a post is decided a handful of times at most

@@ -24,6 +24,7 @@ from plugin.index.templates import check_model, ensure_plain_index
 from plugin.learn import memory_queries as q
 from plugin.learn.memory import Neighbour
 from plugin.models import STORED_FIELDS
+from plugin.review.records import Decision, decisions_of
 from plugin.search.normalize import normalize_post
 from plugin.settings import Settings
 
@@ -132,13 +133,15 @@ class PostMemory:
         return [Neighbour(h["_source"]["post_id"], q.cosine_of(h["_score"]), h["_source"].get("text"))
                 for h in hits]
 
-    def decisions(self, tenant: str, post_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The tenant's decisions on ``post_ids``, oldest first."""
+    def decisions(self, tenant: str, post_ids: Sequence[str]) -> list[Decision]:
+        """The tenant's decisions on ``post_ids``, oldest first (parsed here, at the log's edge;
+        without their post text, note and candidates' fact-check fields: ``q.DECISION_FIELDS``)."""
         if not post_ids:
             return []
         self.ensure()
         body = q.decisions_body(tenant, post_ids)
-        return [h["_source"] for h in self.store.search(self.settings.decisions_index, body)["hits"]["hits"]]
+        hits = self.store.search(self.settings.decisions_index, body)["hits"]["hits"]
+        return list(decisions_of([h["_source"] for h in hits]))
 
     def factchecks(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The stored fields of the fact-checks of ``ids`` that still exist."""

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from plugin.learn.calibrate import held_out, teaching
 from plugin.review.model import Action
+from plugin.review.records import Decision
+
+if TYPE_CHECKING:
+    from plugin.index.store import Store
 
 
 @dataclass(frozen=True)
@@ -41,30 +45,27 @@ class DecisionGroup:
         return held_out(self.post_id)
 
 
-def decision_groups(decisions: Iterable[Mapping[str, Any]]) -> list[DecisionGroup]:
+def decision_groups(decisions: Iterable[Decision]) -> list[DecisionGroup]:
     """The tenant's decision log as ranking groups (module docstring), in post-id order. A group
     needs a positive and at least one negative (nothing to rank otherwise)."""
     kept, _claimless, _left = teaching(decisions)
-    by_post: dict[str, list[Mapping[str, Any]]] = {}
-    for d in sorted(kept, key=lambda d: d.get("at") or ""):
-        by_post.setdefault(d["post_id"], []).append(d)
+    by_post: dict[str, list[Decision]] = {}
+    for d in sorted(kept, key=lambda d: d.at or ""):
+        by_post.setdefault(d.post_id, []).append(d)
     groups = []
     for post_id in sorted(by_post):
         ds = by_post[post_id]
-        positives = [d for d in ds if d["action"] in (Action.CONFIRM.value, Action.MANUAL.value)
-                     and d.get("factcheck_id")]
+        positives = [(d, fc) for d in ds
+                     if d.action in (Action.CONFIRM, Action.MANUAL) and (fc := d.factcheck_id)]
         if not positives:
             continue
-        last = positives[-1]
-        positive = last["factcheck_id"]
-        shown = sorted(last.get("candidates") or (), key=lambda c: c.get("rank") or 10**6)
-        negatives = [c["factcheck_id"] for c in shown]
-        negatives += [d["factcheck_id"] for d in ds
-                      if d["action"] == Action.REJECT.value and d.get("factcheck_id")]
+        last, positive = positives[-1]
+        shown = sorted(last.candidates or (), key=lambda c: c.rank or 10**6)
+        negatives = [c.factcheck_id for c in shown]
+        negatives += [fc for d in ds if d.action is Action.REJECT and (fc := d.factcheck_id)]
         unique = tuple(dict.fromkeys(n for n in negatives if n != positive))
-        if unique and last.get("post_text"):
-            groups.append(DecisionGroup(post_id, last.get("post_lang") or "", last["post_text"],
-                                        positive, unique))
+        if unique and last.post_text:
+            groups.append(DecisionGroup(post_id, last.post_lang or "", last.post_text, positive, unique))
     return groups
 
 
@@ -79,7 +80,7 @@ def factcheck_ids(groups: Iterable[DecisionGroup]) -> list[str]:
     return sorted({f for g in groups for f in (g.positive, *g.negatives)})
 
 
-def fetch_passages(store: Any, index: str, ids: list[str]) -> dict[str, str]:
+def fetch_passages(store: Store, index: str, ids: list[str]) -> dict[str, str]:
     """``{id: reranker passage}`` of the fact-checks that still exist (one mget); a deleted
     fact-check is left out, and so are the groups that need it (``with_texts``)."""
     from plugin.search.rerank import passage

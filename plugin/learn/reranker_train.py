@@ -28,9 +28,10 @@ import logging
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +40,14 @@ from plugin.learn.reranker_data import (DecisionGroup, decision_groups, factchec
                                         split, with_texts)
 from plugin.learn.reranker_gate import MAX_LANGUAGE_DROP, MIN_GAIN, decide, map_at_5
 from plugin.learn.reranker_store import now, tenant_dir
+
+if TYPE_CHECKING:
+    from plugin.embedding import Embedder
+    from plugin.index.store import Store
+    from plugin.learn.reranker_store import Champions
+    from plugin.review.desk import ReviewDesk
+    from plugin.search.retrieval import RetrievalConfig
+    from plugin.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +91,20 @@ class LearnOptions:
         return self
 
 
+@dataclass(frozen=True)
+class RerankerParts:
+    """What a reranker update uses: the decision log (``desk``), the fact-check store and the
+    embedder (texts, and mining the reference groups), the tenants' champions, the settings, and
+    the named retrieval configurations (``config``: a name to its ``RetrievalConfig``)."""
+
+    desk: ReviewDesk
+    store: Store
+    embedder: Embedder
+    champions: Champions
+    settings: Settings
+    config: Callable[[str], RetrievalConfig]
+
+
 def padded(negatives: tuple[str, ...], size: int) -> tuple[str, ...]:
     """``negatives`` cut or repeated (in order) to ``size`` (pure)."""
     return tuple(negatives[i % len(negatives)] for i in range(size)) if negatives else ()
@@ -97,7 +120,7 @@ def as_training(g: DecisionGroup, passages: dict[str, str], *, flip: bool = Fals
     return TrainingGroup(g.post_id, normalize_post(g.text) or g.text.strip(), pos, tuple(negs))
 
 
-def reference_groups(services: Any, options: LearnOptions, first_stage: str) -> dict[str, Any]:
+def reference_groups(parts: RerankerParts, options: LearnOptions, first_stage: str) -> dict[str, Any]:
     """The reference dataset's ``train`` groups (replay) and ``dev`` groups (evaluation), mined
     with the first stage over its evaluation index (built once, reused)."""
     from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
@@ -105,7 +128,7 @@ def reference_groups(services: Any, options: LearnOptions, first_stage: str) -> 
     from plugin.search.matcher import Matcher
 
     dataset = load_dataset(options.reference)
-    store, embedder, settings = services.store, services.embedder, services.settings
+    store, embedder, settings = parts.store, parts.embedder, parts.settings
     alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
     matcher = Matcher(store, embedder, settings, alias=alias, config=first_stage)
     out: dict[str, Any] = {"langs": {str(q["id"]): q.get("lang") or "" for q in dataset.queries}}
@@ -116,27 +139,27 @@ def reference_groups(services: Any, options: LearnOptions, first_stage: str) -> 
     return out
 
 
-def learn_reranker(services: Any, tenant: str, options: LearnOptions = LearnOptions()) -> dict[str, Any]:
+def learn_reranker(parts: RerankerParts, tenant: str, options: LearnOptions = LearnOptions()) -> dict[str, Any]:
     """Train, gate, and (when it wins) promote the tenant's challenger; the attempt's report,
     also logged (a failure is logged with its reason and raised; the champion keeps serving)."""
     options = options.validated()
     started, cpu0, t0 = now(), time.process_time(), time.perf_counter()
     try:
-        report = _attempt(services, tenant, options)
+        report = _attempt(parts, tenant, options)
     except Exception as exc:  # logged whatever it was; the champion record was not touched
         reason = exc.detail if isinstance(exc, FactSieveError) else f"{type(exc).__name__}: {exc}"
-        services.champions.log_attempt(tenant, {"at": started, "failed": reason, "promoted": False})
+        parts.champions.log_attempt(tenant, {"at": started, "failed": reason, "promoted": False})
         raise
     report.update(tenant=tenant, at=started, seconds={**report["seconds"],
                   "total": round(time.perf_counter() - t0, 1),
                   "cpu": round(time.process_time() - cpu0, 1)})
-    services.champions.log_attempt(tenant, {k: report[k] for k in (
+    parts.champions.log_attempt(tenant, {k: report[k] for k in (
         "at", "version", "promoted", "reason", "champion", "challenger", "groups", "seconds",
         "trained_on")})
     return report
 
 
-def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any]:
+def _attempt(parts: RerankerParts, tenant: str, options: LearnOptions) -> dict[str, Any]:
     from plugin.build.adapted import build_lora_reranker, read_base_weights
     from plugin.embedding.onnx_backend import open_tokenizer
     from plugin.embedding.query_tower import adapter_digest, base_model_dir
@@ -145,22 +168,22 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
     from plugin.learn.calibration_store import tenant_decisions
     from plugin.search.lora_reranker import find_reranker_adapter, packaged_rerankers, reranker_adapter_dir
 
-    settings, seconds = services.settings, {}
-    cfg = services.config(options.config)
+    settings, seconds = parts.settings, {}
+    cfg = parts.config(options.config)
     name = Path(cfg.rerank.model).name if cfg.rerank else None
     if name not in packaged_rerankers():
         raise BadInput(f"configuration {cfg.name!r} does not rerank with a packaged LoRA adapter")
 
     t = time.perf_counter()
-    groups = decision_groups(tenant_decisions(services, tenant))
-    passages = fetch_passages(services.store, settings.index, factcheck_ids(groups))
+    groups = decision_groups(tenant_decisions(parts.desk, tenant))
+    passages = fetch_passages(parts.store, settings.index, factcheck_ids(groups))
     fit, held = split(with_texts(groups, passages))
     if len(fit) < MIN_TRAIN_GROUPS or len(held) < MIN_HELD_GROUPS:
         raise BadInput(f"tenant {tenant!r} has {len(fit)} decided posts to train on and {len(held)} "
                        f"held out; a reranker update needs {MIN_TRAIN_GROUPS} and {MIN_HELD_GROUPS} "
                        "(a confirm with other candidates shown)")
     packaged = find_reranker_adapter(name)
-    ref = reference_groups(services, options, str(packaged.manifest.get("first_stage") or "factsieve"))
+    ref = reference_groups(parts, options, str(packaged.manifest.get("first_stage") or "factsieve"))
     seconds["data"] = round(time.perf_counter() - t, 1)
 
     t = time.perf_counter()
@@ -181,7 +204,7 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
     scorer = PairScorer(jax, shape, frozen, lopts, start=packaged)
     tok, _pad, _len = open_tokenizer(base, lopts.max_length)
     start = {"name": name, "sha256": adapter_digest(name, reranker_adapter_dir())}
-    record = services.champions.get(tenant)
+    record = parts.champions.get(tenant)
     champion_params = scorer.params
     if record and record.get("start") == start:
         champ = find_reranker_adapter(record["adapter"], tenant_dir(settings, tenant) / record["version"] / "adapter")
@@ -242,7 +265,7 @@ def _attempt(services: Any, tenant: str, options: LearnOptions) -> dict[str, Any
         shutil.rmtree(folder, ignore_errors=True)
         raise
     seconds["build"] = round(time.perf_counter() - t, 1)
-    services.champions.promote(tenant, {
+    parts.champions.promote(tenant, {
         "tenant": tenant, "version": version, "adapter": adapter_name, "start": start,
         "model": str((folder / "model").relative_to(settings.model_cache_dir)),
         "promoted_at": now(), "champion": champion, "challenger": challenger,

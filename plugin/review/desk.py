@@ -22,7 +22,7 @@ from plugin.index.store import Store
 from plugin.index.templates import ensure_plain_index
 from plugin.review import queries as q
 from plugin.review.model import (Action, Origin, ReviewStatus, candidates_of, decided_item,
-                                 decision_record, item_record, next_status, superseded,
+                                 decision_record, item_record, next_status, taken_back,
                                  training_pairs, validate_decisions)
 from plugin.review.records import (Decided, Decision, DecisionRequest, NotRecorded, ReviewItem,
                                    ReviewPage)
@@ -332,7 +332,7 @@ class ReviewDesk:
         self.ensure()
         since = _iso(since, "since") if since else None
         undos = self.store.sorted_hits(self.log, q.export_query(tenant, since, undos=True), size=page_size)
-        dropped = superseded(h["_source"] for h in undos)
+        dropped = taken_back(h["_source"].get("supersedes") for h in undos)
         for hit in self.store.sorted_hits(self.log, q.export_query(tenant, since), size=page_size):
             if hit["_source"]["id"] not in dropped:
                 yield from training_pairs(Decision.from_source(hit["_source"]))

@@ -186,11 +186,17 @@ def training_pairs(decision: Decision) -> list[dict[str, object]]:
     return []
 
 
-def superseded(undos: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Ids of the decisions ``undos`` took back: they teach nothing (nor does an undo itself,
-    ``training_pairs``). All the export holds in memory; over stored sources, as the export's
-    first pass reads only ``supersedes`` and learning reads the log as stored."""
-    return {d["supersedes"] for d in undos if d.get("supersedes")}
+def superseded(decisions: Iterable[Decision]) -> set[str]:
+    """Ids of the decisions that ``decisions`` took back: they teach nothing (nor does an undo
+    itself, ``training_pairs``)."""
+    return taken_back(d.supersedes for d in decisions)
+
+
+def taken_back(supersedes: Iterable[str | None]) -> set[str]:
+    """The decision ids named by undos' ``supersedes`` (``None``: not an undo). All the export
+    holds in memory: its first pass reads only ``supersedes`` of each undo (``_source``
+    filtered, so no ``Decision`` can be parsed from it) and hands the values here."""
+    return {s for s in supersedes if s}
 
 
 #: what a decision may carry; anything else is a 422 naming the field

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, Self
 
 from plugin.errors import DecisionConflict, InvalidRequest
 
 class _Parsed(str, Enum):
     @classmethod
-    def parse(cls, value: Any, field: str) -> Any:
+    def parse(cls, value: object, field: str) -> Self:
         """The member named ``value``; an unknown one is a 422 that lists the valid values."""
         try:
             return cls(value)

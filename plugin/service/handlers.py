@@ -128,7 +128,8 @@ def run_post(services: Services, job: dict[str, Any],
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], found.lang, post.get("date"),
                                 post.get("url"), found, image=image)
-    auto_confirm(services, tenant, post["id"], found)  # above the tenant's tier, when opted in
+    # above the tenant's tier, when opted in
+    auto_confirm(services.review, services.review_rules, services.recalibrations, tenant, post["id"], found)
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):

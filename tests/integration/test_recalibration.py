@@ -163,10 +163,11 @@ def test_the_schedule_refits_a_tenant_once_enough_new_decisions_arrived(deployme
     services, _ = deployment
     d = f"rd-{uuid.uuid4().hex[:6]}"
     record_through_desk(services.review, d, synthetic_decisions(120, seed=4, true_map=A_TRUTH))
-    assert (d, 120) in due_tenants(services, 100)
-    out = refit_due(services)
+    assert (d, 120) in due_tenants(services.review, services.recalibrations, 100)
+    parts = (services.review, services.recalibrations, services.kv, services.settings)
+    out = refit_due(*parts)
     assert out["refitted"] == [d] and out["refused"] == []  # C's refusal by the command was noted
     assert services.recalibrations.get(d)["counts"]["decisions"] <= 120
-    assert refit_due(services)["locked"] is True  # one check a period, across workers
-    due = [t for t, _ in due_tenants(services, 1)]
+    assert refit_due(*parts)["locked"] is True  # one check a period, across workers
+    due = [t for t, _ in due_tenants(services.review, services.recalibrations, 1)]
     assert d not in due and tenants["c"] not in due  # nothing new since the fit or the refusal

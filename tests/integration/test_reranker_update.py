@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from cli.learn import reranker_parts
 from plugin.errors import BadInput, NotFound
 from plugin.learn.train.datasets import load_dataset
 from plugin.learn.reranker_store import tenant_dir
@@ -60,7 +61,7 @@ def deployment(settings, store, embedder, sample_alias):
 
 def test_the_gate_refuses_a_challenger_trained_on_flipped_labels(deployment, reference) -> None:
     services, tenants = deployment
-    report = learn_reranker(services, tenants["a"], LearnOptions(
+    report = learn_reranker(reranker_parts(services), tenants["a"], LearnOptions(
         reference=reference, flip_labels=True, lr=2e-3, head_lr=5e-3, epochs=2))
     assert report["promoted"] is False
     assert report["challenger"]["MAP@5"] < report["champion"]["MAP@5"], report
@@ -82,7 +83,7 @@ def test_a_promoted_challenger_serves_its_tenant_alone_until_rolled_back(deploym
     assert packaged is not None, "the packaged reranker is built by the session's model build"
     # a challenger is promoted whatever it gains here (one epoch barely moves it): no language
     # may still drop by more than the gate allows
-    report = learn_reranker(services, tenants["a"], LearnOptions(reference=reference, min_gain=-1.0))
+    report = learn_reranker(reranker_parts(services), tenants["a"], LearnOptions(reference=reference, min_gain=-1.0))
     assert report["promoted"] is True, report
     record = services.champions.get(tenants["a"])
     assert record["version"] == report["version"] and record["replaced"] == "packaged"
@@ -101,7 +102,7 @@ def test_a_promoted_challenger_serves_its_tenant_alone_until_rolled_back(deploym
 
     # a failed attempt (too few decided posts) is logged and changes nothing
     with pytest.raises(BadInput, match="decided posts"):
-        learn_reranker(services, tenants["few"], LearnOptions(reference=reference))
+        learn_reranker(reranker_parts(services), tenants["few"], LearnOptions(reference=reference))
     assert services.champions.attempts(tenants["few"])[0]["failed"]
     assert services.champions.get(tenants["a"])["version"] == report["version"]
 

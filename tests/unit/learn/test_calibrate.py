@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -19,15 +20,17 @@ from plugin.learn.calibrate import (
     top_outcome,
 )
 from plugin.learn.calibration_synthetic import TRUE_MAP, synthetic_decisions
+from plugin.review.records import Action, Decision, Origin
 
 
 def decision(action, fc=None, *, origin="desk", id_="d1", supersedes=None, confs=(0.8, 0.5, 0.2),
              lang="en"):
-    return {"id": id_, "post_id": "p1", "post_lang": lang, "action": action, "factcheck_id": fc,
-            "origin": origin, "supersedes": supersedes, "at": "2026-01-01T00:00:00+00:00",
-            "versions": {"calibrator": "factsieve"},
-            "candidates": [{"factcheck_id": f"f{k + 1}", "rank": k + 1, "confidence": c}
-                           for k, c in enumerate(confs)]}
+    return Decision.from_source({
+        "id": id_, "post_id": "p1", "post_lang": lang, "action": action, "factcheck_id": fc,
+        "origin": origin, "actor": "ana", "supersedes": supersedes, "at": "2026-01-01T00:00:00+00:00",
+        "versions": {"calibrator": "factsieve"},
+        "candidates": [{"factcheck_id": f"f{k + 1}", "rank": k + 1, "confidence": c}
+                       for k, c in enumerate(confs)]})
 
 
 def labels(d):
@@ -48,7 +51,8 @@ def test_labels_of_each_action(action, fc, expected):
 
 def test_the_packaged_confidence_is_learned_from_not_the_recalibrated_one():
     d = decision("confirm", "f1")
-    d["candidates"][0].update(confidence=0.99, confidence_packaged=0.6)
+    first, *rest = d.candidates
+    d = replace(d, candidates=(replace(first, confidence=0.99, confidence_packaged=0.6), *rest))
     assert labels(d)[0] == (0.6, 1, True)
 
 
@@ -57,7 +61,7 @@ def test_auto_undone_and_not_a_claim_decisions_teach_nothing():
            decision("confirm", "f1", id_="c", origin="auto"), decision("not_a_claim", id_="d"),
            decision("none", id_="e")]
     kept, claimless, left = teaching(log)
-    assert [d["id"] for d in kept] == ["e"] and [d["id"] for d in claimless] == ["d"]
+    assert [d.id for d in kept] == ["e"] and [d.id for d in claimless] == ["d"]
     assert left == {"undone": 1, "undo": 1, "auto": 1, "not_a_claim": 1}
 
 
@@ -124,27 +128,23 @@ def test_one_sided_decisions_are_refused(only):
 
 def test_a_log_whose_top_candidate_is_almost_always_right_is_refused():
     log = synthetic_decisions(200, seed=4, only="confirm")
-    for d in log:  # every confirm on the top candidate, bar a few "none"
-        d["factcheck_id"] = d["candidates"][0]["factcheck_id"]
-    for d in log[: MIN_PER_SIDE - 1]:
-        d["action"], d["factcheck_id"] = "none", None
+    # every confirm on the top candidate, bar a few "none"
+    log = [replace(d, factcheck_id=d.candidates[0].factcheck_id) for d in log]
+    log = [replace(d, action=Action.NONE, factcheck_id=None) for d in log[: MIN_PER_SIDE - 1]] \
+        + log[MIN_PER_SIDE - 1:]
     with pytest.raises(BadInput, match=f"right in {200 - MIN_PER_SIDE + 1} posts and wrong in "
                                        f"{MIN_PER_SIDE - 1}; at least {MIN_PER_SIDE} of each"):
         fit_tenant(log, "t")
 
 
 def test_decisions_without_confidence_are_refused():
-    log = synthetic_decisions(100)
-    for d in log:
-        d["versions"] = {"calibrator": None}
+    log = [replace(d, versions={"calibrator": None}) for d in synthetic_decisions(100)]
     with pytest.raises(BadInput, match="no decisions on calibrated matches"):
         fit_tenant(log, "t")
 
 
 def test_auto_decisions_do_not_count():
-    log = synthetic_decisions(200)
-    for d in log:
-        d["origin"] = "auto"
+    log = [replace(d, origin=Origin.AUTO) for d in synthetic_decisions(200)]
     with pytest.raises(BadInput):
         fit_tenant(log, "t")
 

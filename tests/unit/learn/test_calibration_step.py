@@ -84,13 +84,18 @@ def services(auto=True, threshold=0.7, desk=None):
                            recalibrations=Held(a=record(threshold)), review=desk or Desk())
 
 
+def confirm(svc, res):
+    """``auto_confirm`` with the parts it uses: the desk, the review rules, the recalibrations."""
+    return auto_confirm(svc.review, svc.review_rules, svc.recalibrations, "a", "p1", res)
+
+
 def served(*confs):
     return Step(Held(a=record())).apply("a", {}, result(*confs))
 
 
 def test_an_opted_in_tenant_above_its_tier_is_confirmed_by_the_auto_actor():
     svc = services()
-    assert auto_confirm(svc, "a", "p1", served(0.9)) == {"id": "dec1", "origin": "auto"}
+    assert confirm(svc, served(0.9)) == {"id": "dec1", "origin": "auto"}
     assert svc.review.calls == [("a", AUTO_ACTOR, [{"post_id": "p1", "action": "confirm",
                                                     "factcheck_id": "f0"}], "auto")]
 
@@ -103,9 +108,9 @@ def test_an_opted_in_tenant_above_its_tier_is_confirmed_by_the_auto_actor():
     (services(), served()),                       # no matches
 ])
 def test_no_auto_confirmation(svc, res):
-    assert auto_confirm(svc, "a", "p1", res) is None and svc.review.calls == []
+    assert confirm(svc, res) is None and svc.review.calls == []
 
 
 def test_an_item_already_decided_is_left_alone():
     svc = services(desk=Desk(DecisionConflict("already decided", decision=None)))
-    assert auto_confirm(svc, "a", "p1", served(0.9)) is None and len(svc.review.calls) == 1
+    assert confirm(svc, served(0.9)) is None and len(svc.review.calls) == 1

@@ -4,14 +4,15 @@ import pytest
 from plugin.learn.memory import (CONFIRMED_BY_DESK, SAME_POST_CONFIDENCE, Memory, Neighbour, RememberedDecision,
                                  live_decisions, memory_confidence, near_duplicates, pairs_of,
                                  remembered, verdicts)
+from plugin.review.records import Decision
 from plugin.search.result import Match
 
 
 def dec(id, post, action, fc=None, at="2024-01-01T00:00:00", supersedes=None, cands=("a", "b", "c"),
         origin="desk"):
-    return {"id": id, "post_id": post, "action": action, "factcheck_id": fc, "at": at,
-            "supersedes": supersedes, "origin": origin,
-            "candidates": [{"factcheck_id": c, "rank": i} for i, c in enumerate(cands, 1)]}
+    return Decision.from_source({"id": id, "post_id": post, "action": action, "factcheck_id": fc, "at": at,
+                                 "supersedes": supersedes, "origin": origin, "actor": "ana",
+                                 "candidates": [{"factcheck_id": c, "rank": i} for i, c in enumerate(cands, 1)]})
 
 
 def match(id, confidence=0.5):
@@ -58,7 +59,7 @@ def test_a_neighbour_below_the_threshold_counts_when_it_makes_the_same_claim():
     ([dec("d1", "p", "none"), dec("d2", "q", "confirm", "a")], {"p": "d1", "q": "d2"}),
 ])
 def test_live_decisions(decisions, live):
-    assert {p: d["id"] for p, d in live_decisions(decisions).items()} == live
+    assert {p: d.id for p, d in live_decisions(decisions).items()} == live
 
 
 @pytest.mark.parametrize("decision, pairs", [
@@ -142,7 +143,7 @@ class Reader:
         return [n for t, n in self.posts if t == tenant][:k]
 
     def decisions(self, tenant, post_ids):
-        return [d for t, d in self.decs if t == tenant and d["post_id"] in post_ids]
+        return [d for t, d in self.decs if t == tenant and d.post_id in post_ids]
 
     def factchecks(self, ids):
         return {i: self.fcs[i] for i in ids if i in self.fcs}

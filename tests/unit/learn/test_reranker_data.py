@@ -4,14 +4,16 @@ from __future__ import annotations
 from plugin.learn.calibrate import held_out
 from plugin.learn.reranker_data import (DecisionGroup, decision_groups, factcheck_ids, split,
                                         with_texts)
+from plugin.review.records import Decision
 
 
 def dec(i: int, post: str, action: str, fc: str | None = None, *, origin: str = "desk",
-        shown: tuple[str, ...] = ("a", "b", "c"), supersedes: str | None = None) -> dict:
-    return {"id": f"d{i}", "post_id": post, "post_text": f"text of {post}", "post_lang": "en",
-            "action": action, "factcheck_id": fc, "origin": origin, "supersedes": supersedes,
-            "at": f"2026-01-01T00:00:{i:02d}", "candidates": [
-                {"factcheck_id": f, "rank": k + 1} for k, f in enumerate(shown)]}
+        shown: tuple[str, ...] = ("a", "b", "c"), supersedes: str | None = None) -> Decision:
+    return Decision.from_source({
+        "id": f"d{i}", "post_id": post, "post_text": f"text of {post}", "post_lang": "en",
+        "action": action, "factcheck_id": fc, "origin": origin, "actor": "ana", "supersedes": supersedes,
+        "at": f"2026-01-01T00:00:{i:02d}", "candidates": [
+            {"factcheck_id": f, "rank": k + 1} for k, f in enumerate(shown)]})
 
 
 def test_a_confirm_is_positive_and_the_other_shown_are_negatives_best_ranked_first() -> None:

@@ -5,7 +5,7 @@ from plugin.errors import InvalidRequest
 from plugin.search.result import Candidate
 from plugin.review.model import (Action, Origin, ReviewStatus, candidates_of, decided_item,
                                  decision_record, item_record, next_status, signals_of,
-                                 superseded, training_pairs)
+                                 superseded, taken_back, training_pairs)
 
 P, C, R, N, X = (ReviewStatus.PENDING, ReviewStatus.CONFIRMED, ReviewStatus.REJECTED,
                  ReviewStatus.NO_MATCH, ReviewStatus.NOT_A_CLAIM)
@@ -150,4 +150,6 @@ def test_training_pairs(action, fc, expected):
 def test_an_undo_drops_what_it_took_back_and_teaches_nothing_itself():
     ds = [_decision(Action.CONFIRM, "fc1", "d1"), _decision(Action.UNDO, None, "d2", supersedes="d1"),
           _decision(Action.REJECT, None, "d3")]
-    assert superseded(d.to_source() for d in ds) == {"d1"} and training_pairs(ds[1]) == []
+    assert superseded(ds) == {"d1"} and training_pairs(ds[1]) == []
+    # the export's first pass: only each undo's ``supersedes``, as its filtered source holds it
+    assert taken_back(d.to_source()["supersedes"] for d in ds) == {"d1"}

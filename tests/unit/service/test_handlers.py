@@ -3,6 +3,7 @@ from datetime import date
 
 from plugin.models import Mode
 from plugin.learn.steps import Learning
+from plugin.review.rules import Rules
 from plugin.search.request import MatchRequest
 from plugin.search.result import MatchResult
 from plugin.service.handlers import run_post
@@ -32,6 +33,9 @@ class FakeServices:
         self.matcher_ = FakeMatcher()
         self.webhooks = type("Hooks", (), {"all": staticmethod(lambda tenant: [])})()
         self.review = FakeReview()
+        # what auto-confirm reads (the handler hands it the parts): no tenant opted in, no tier
+        self.review_rules = Rules()
+        self.recalibrations = type("Held", (), {"get": staticmethod(lambda tenant: None)})()
         self.learning = Learning()
         self.remembered = []
         self.posts = type("Posts", (), {"remember": staticmethod(
