@@ -113,6 +113,8 @@ def test_matches_carry_explanations(matcher):
     result = matcher.match(MatchRequest(text="Covid-19 vaccines alter human DNA", k=3))
     first = result.matches[0]
     assert set(first) >= {"id", "score", "rank", "claim", "title", "url", "lang", "published_at", "rating", "explain"}
-    assert set(first["explain"]) <= {"bm25:post", "dense:post"} and first["explain"]
+    # auto mode, an English post: the crosslingual sub-queries and the own-language pass's
+    assert set(first["explain"]) <= {"bm25:post", "dense:post", "own:bm25:post", "own:dense:post"}
+    assert {"own:bm25:post", "own:dense:post"} & set(first["explain"])
     assert [m["rank"] for m in result.matches] == [1, 2, 3]
     assert result.matches[0]["score"] >= result.matches[1]["score"] >= result.matches[2]["score"]
