@@ -51,9 +51,17 @@ OTHER_LANGUAGES = "*"
 
 def head_kind(post_lang: str | None, head: list[Fused]) -> str:
     """``"same"`` when every candidate of the head whose language is known is in the post's
-    language, else ``"mixed"`` (pure)."""
-    langs = {lang for f in head if (lang := (f.source or {}).get("lang"))}
-    return "same" if langs <= {post_lang} else "mixed"
+    language; ``"cross"`` when its first candidate is in another (the first stage's best answer
+    crosses languages); else ``"mixed"`` (pure)."""
+    langs = [(f.source or {}).get("lang") for f in head]
+    if set(filter(None, langs)) <= {post_lang}:
+        return "same"
+    return "cross" if langs and langs[0] and langs[0] != post_lang else "mixed"
+
+
+#: how each head kind reads in a note
+KIND_WORDS = {"same": "same-language candidates", "mixed": "candidates in other languages below one in its own",
+              "cross": "a first candidate in another language"}
 
 
 def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fused]) -> str | None:
@@ -66,7 +74,7 @@ def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fus
     with no row at all keeps the fused order, and says so."""
     kind = head_kind(post_lang, head)
     rows = gate.get("rows") or {}
-    what = f"{post_lang or 'unknown-language'} posts with {'mixed-language' if kind == 'mixed' else 'same-language'} candidates"
+    what = f"{post_lang or 'unknown-language'} posts with {KIND_WORDS[kind]}"
     row = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get(kind)
     if not isinstance(row, Mapping):
         return f"the reranker was not measured on {what}: {FUSED_ORDER}"

@@ -109,12 +109,14 @@ GATE = {"rows": {
     "*": {"mixed": {"n": 200, "first_stage": 0.7, "reranked": 0.75, "rerank": True}}}}
 
 
-def test_a_head_is_same_language_when_every_candidate_with_a_language_is_the_post_s():
+def test_a_head_is_same_language_mixed_below_its_first_or_crossing_at_its_first():
     from plugin.search.rerank_gate import head_kind
 
     assert head_kind("en", _langs("en", None, "en")) == "same"
     assert head_kind("en", _langs("en", "fr")) == "mixed"
-    assert head_kind(None, _langs("en")) == "mixed" and head_kind(None, _langs(None)) == "same"
+    assert head_kind("en", _langs("fr", "en")) == "cross"
+    assert head_kind("en", _langs(None, "fr")) == "mixed"  # no evidence the first one crosses
+    assert head_kind(None, _langs("en")) == "cross" and head_kind(None, _langs(None)) == "same"
 
 
 def test_the_measured_gate_reranks_where_its_row_says_it_beat_the_first_stage_and_says_why_not_elsewhere():
@@ -126,9 +128,13 @@ def test_the_measured_gate_reranks_where_its_row_says_it_beat_the_first_stage_an
     assert "did not beat the first stage on ar posts with same-language candidates" in note
     assert "0.95 → 0.93 over 70" in note and note.endswith(FUSED_ORDER)
     # no row of its own: the pooled languages' row, else not measured
-    assert measured_gate(GATE, "sq", _langs("sq", "en")) is None
+    assert measured_gate(GATE, "sq", _langs("sq", "en")) is None  # the pooled languages' mixed row
     assert "not measured on sq posts with same-language candidates" in measured_gate(GATE, "sq", _langs("sq"))
-    assert "not measured on ar posts with mixed-language" in measured_gate(GATE, "ar", _langs("ar", "en"))
+    assert "not measured on ar posts with candidates in other languages below one in its own" in \
+        measured_gate(GATE, "ar", _langs("ar", "en"))
+    # a first candidate in another language: no table here has such a row, so the fused order stays
+    assert "not measured on en posts with a first candidate in another language" in \
+        measured_gate(GATE, "en", _langs("ko", "en"))
 
 
 def test_a_reranker_with_a_measured_gate_is_gated_by_it_and_one_without_by_its_languages():

@@ -30,3 +30,4 @@ def test_a_row_reranks_where_the_reranker_beat_the_first_stage_and_thin_language
 def test_a_head_of_match_dicts_is_same_language_when_every_known_language_is_the_post_s():
     assert head_kind_of("en", [{"lang": "en"}, {"lang": None}]) == "same"
     assert head_kind_of("en", [{"lang": "en"}, {"lang": "ar"}]) == "mixed"
+    assert head_kind_of("en", [{"lang": "ar"}, {"lang": "en"}]) == "cross"
