@@ -102,9 +102,20 @@ def cmd_calibrate(args: argparse.Namespace, services: Services) -> int:
         base = load_calibrator(config.calibrator or config.name)
         if base is None:
             raise BadInput(f"configuration {config.name!r} has no packaged confidence model to add languages to")
+        reranker, trained = None, {}
+        if config.rerank is not None:
+            from plugin.lab.evaluate.run import trained_queries_of
+            from plugin.search.rerank import load_rerankers, read_manifest, resolve_reranker_path
+
+            reranker = load_rerankers({config.name: config}, services.settings).get(config.name)
+            if reranker is None:
+                raise BadInput(f"the reranker of {config.name!r} is not available here: `factsieve model build`")
+            folder = resolve_reranker_path(config.rerank.model, services.settings)
+            manifest = read_manifest(folder) if folder else {}
+            trained = {d.path.name: trained_queries_of(manifest, d.path.name) for d in [dataset, *checks]}
         try:
             dump(add_languages(services.store, services.embedder, services.settings, base, [dataset, *checks],
-                               config, out=out, mode=Mode.parse(args.mode)))
+                               config, out=out, mode=Mode.parse(args.mode), reranker=reranker, trained=trained))
         except ValueError as exc:
             raise BadInput(str(exc)) from None
         return 0

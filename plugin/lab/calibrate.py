@@ -14,6 +14,7 @@ and on any further dataset (``--check``), per language.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,10 +178,14 @@ def calibrate(store: Any, embedder: Any, settings: Any, dataset: Dataset, config
 
 
 def add_languages(store: Any, embedder: Any, settings: Any, base: Calibrator, datasets: Sequence[Dataset],
-                  config: RetrievalConfig, *, out: Path, mode: Mode = Mode.AUTO) -> dict[str, Any]:
+                  config: RetrievalConfig, *, out: Path, mode: Mode = Mode.AUTO, reranker: Any = None,
+                  trained: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """``calibrate --add-languages``: ``base`` with an isotonic map per language of ``datasets``'
     training queries (``calibration.with_language_maps``), written to ``out`` and measured on
-    each dataset's other queries (never fitted on), before and after, per language."""
+    each dataset's other queries (never fitted on), before and after, per language. For a
+    reranking configuration the matches are labelled in ``reranker``'s order, and only training
+    queries it did not train on (``trained``: by dataset folder name) are fitted on: a reranker
+    is surer of posts it has seen than it will be of anyone's."""
     from plugin.artefacts import outside_package
     from plugin.search.calibration import with_language_maps
 
@@ -188,18 +193,24 @@ def add_languages(store: Any, embedder: Any, settings: Any, base: Calibrator, da
     cal, report = base, {"config": config.name, "mode": mode.value, "written": str(out), "datasets": {}}
     held = {}
     for dataset in datasets:
-        train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"])
+        seen = (trained or {}).get(Path(str(dataset.path)).name, set())
+        qrels = {q: rel for q, rel in dataset.qrels["all"].items() if q not in seen}
+        train = labelled_matches(store, embedder, settings, dataset, config, mode=mode, splits=["train"],
+                                 qrels=qrels, reranker=reranker)
         if not len(train["y"]):
             raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
         name = Path(str(dataset.path)).name
         cal, mapped = with_language_maps(cal, train["x"], train["y"], train["lang"], {
             "dataset": name, "split": "train", "mode": mode.value, "queries": train["queries"],
             "protocol": "each post with and without its fact-checks in the index; top 10 matches"})
-        held[name] = labelled_matches(store, embedder, settings, dataset, config, mode=mode, exclude_splits=["train"])
-        report["datasets"][name] = {"mapped": mapped, "train": calibration_report(cal, train)}
+        held[name] = labelled_matches(store, embedder, settings, dataset, config, mode=mode,
+                                      exclude_splits=["train"], reranker=reranker)
+        report["datasets"][name] = {"mapped": mapped, "left_out_trained": len(seen & set(dataset.qrels["all"])),
+                                    "train": calibration_report(cal, train)}
     for name, data in held.items():
         report["datasets"][name]["held_out"] = {"before": calibration_report(base, data),
                                                 "after": calibration_report(cal, data)}
+    cal = replace(cal, config=config.name)  # the configuration it now serves (a reranking one's own)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
     return report
