@@ -50,18 +50,16 @@ OTHER_LANGUAGES = "*"
 
 
 def head_kind(post_lang: str | None, head: list[Fused]) -> str:
-    """``"same"`` when every candidate of the head whose language is known is in the post's
-    language; ``"cross"`` when its first candidate is in another (the first stage's best answer
-    crosses languages); else ``"mixed"`` (pure)."""
-    langs = [(f.source or {}).get("lang") for f in head]
-    if set(filter(None, langs)) <= {post_lang}:
-        return "same"
-    return "cross" if langs and langs[0] and langs[0] != post_lang else "mixed"
+    """``"cross"`` when the head's first candidate is in another language than the post (the
+    first stage's best answer crosses languages), else ``"own"`` (pure). Candidates below the
+    first may be in any language either way: the reranker was trained with negatives in every
+    language, never with an answer in another one."""
+    first = (head[0].source or {}).get("lang") if head else None
+    return "cross" if first and first != post_lang else "own"
 
 
 #: how each head kind reads in a note
-KIND_WORDS = {"same": "same-language candidates", "mixed": "candidates in other languages below one in its own",
-              "cross": "a first candidate in another language"}
+KIND_WORDS = {"own": "a first candidate in their own language", "cross": "a first candidate in another language"}
 
 
 def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fused]) -> str | None:

@@ -4,9 +4,9 @@ language and head kind, on posts it did not train on, and write the table into i
 The served gate (``plugin.search.rerank_gate.measured_gate``) reads the table: a match is
 reranked when its row says the reranker beat the first stage's order there, and keeps the fused
 order (saying why) where it did not or where nothing was measured. Rows are keyed by the post's
-language and by the kind of its head (``head_kind``: ``same`` when every candidate of the fused
-top is in the post's language, else ``mixed``), because a reranker that orders one language well
-may still misorder a head that mixes several.
+language and by the kind of its head (``head_kind``: ``own`` when the fused head's first candidate
+is in the post's language, ``cross`` when it is in another), because a reranker trained on answers
+in the post's language may misorder a head whose best answer crosses languages.
 
 **Which posts.** Of each dataset, only queries the reranker never trained on and that are not a
 reported split: its ``train`` split minus the manifest's training ids (the fold ``--fold I/K``
@@ -14,8 +14,7 @@ held out), plus ``spare`` queries (weak pairs kept out of training, ``weak_pairs
 ``per_lang`` a language. ``dev`` and ``test`` stay for the one report, so the gate is chosen out
 of fold and measured once.
 
-**Crosslingual heads.** A head whose first candidate is in another language than the post
-(``cross``) is measured only on posts whose answer is in another language (a dataset's
+**Crosslingual heads.** A ``cross`` head is measured only on posts whose answer is in another language (a dataset's
 crosslingual pairs): on the others the first stage's crosslingual first candidate is wrong by
 construction, and reranking would look better than it is where the crosslingual answer is right.
 No tuning data here has crosslingual pairs at scale, so the table has no ``cross`` rows and those
@@ -149,7 +148,5 @@ def measure_gate(settings: Any, name: str, adapters: Path, datasets: Sequence[An
 
 def head_kind_of(lang: str, matches: Sequence[dict[str, Any]]) -> str:
     """``rerank_gate.head_kind`` of the fused head as match dicts (their ``lang``; pure)."""
-    langs = [m.get("lang") for m in matches]
-    if set(filter(None, langs)) <= {lang}:
-        return "same"
-    return "cross" if langs and langs[0] and langs[0] != lang else "mixed"
+    first = matches[0].get("lang") if matches else None
+    return "cross" if first and first != lang else "own"

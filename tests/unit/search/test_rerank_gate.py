@@ -103,20 +103,20 @@ def _langs(*langs):
 
 
 GATE = {"rows": {
-    "en": {"same": {"n": 80, "first_stage": 0.9, "reranked": 0.95, "rerank": True},
-           "mixed": {"n": 60, "first_stage": 0.8, "reranked": 0.84, "rerank": True}},
-    "ar": {"same": {"n": 70, "first_stage": 0.95, "reranked": 0.93, "rerank": False}},
-    "*": {"mixed": {"n": 200, "first_stage": 0.7, "reranked": 0.75, "rerank": True}}}}
+    "en": {"own": {"n": 80, "first_stage": 0.9, "reranked": 0.95, "rerank": True}},
+    "ar": {"own": {"n": 70, "first_stage": 0.95, "reranked": 0.93, "rerank": False}},
+    "*": {"own": {"n": 200, "first_stage": 0.7, "reranked": 0.75, "rerank": True}}}}
 
 
-def test_a_head_is_same_language_mixed_below_its_first_or_crossing_at_its_first():
+def test_a_head_crosses_when_its_first_candidate_is_in_another_language():
     from plugin.search.rerank_gate import head_kind
 
-    assert head_kind("en", _langs("en", None, "en")) == "same"
-    assert head_kind("en", _langs("en", "fr")) == "mixed"
+    assert head_kind("en", _langs("en", None, "en")) == "own"
+    assert head_kind("en", _langs("en", "fr")) == "own"  # other languages below: still led by its own
     assert head_kind("en", _langs("fr", "en")) == "cross"
-    assert head_kind("en", _langs(None, "fr")) == "mixed"  # no evidence the first one crosses
-    assert head_kind(None, _langs("en")) == "cross" and head_kind(None, _langs(None)) == "same"
+    assert head_kind("en", _langs(None, "fr")) == "own"  # no evidence the first one crosses
+    assert head_kind(None, _langs("en")) == "cross" and head_kind(None, _langs(None)) == "own"
+    assert head_kind("en", []) == "own"
 
 
 def test_the_measured_gate_reranks_where_its_row_says_it_beat_the_first_stage_and_says_why_not_elsewhere():
@@ -125,16 +125,15 @@ def test_the_measured_gate_reranks_where_its_row_says_it_beat_the_first_stage_an
     assert measured_gate(GATE, "en", _langs("en", "en")) is None
     assert measured_gate(GATE, "en", _langs("en", "ko")) is None
     note = measured_gate(GATE, "ar", _langs("ar", "ar"))
-    assert "did not beat the first stage on ar posts with same-language candidates" in note
+    assert "did not beat the first stage on ar posts with a first candidate in their own language" in note
     assert "0.95 → 0.93 over 70" in note and note.endswith(FUSED_ORDER)
-    # no row of its own: the pooled languages' row, else not measured
-    assert measured_gate(GATE, "sq", _langs("sq", "en")) is None  # the pooled languages' mixed row
-    assert "not measured on sq posts with same-language candidates" in measured_gate(GATE, "sq", _langs("sq"))
-    assert "not measured on ar posts with candidates in other languages below one in its own" in \
-        measured_gate(GATE, "ar", _langs("ar", "en"))
+    # no row of its own: the pooled languages' row
+    assert measured_gate(GATE, "sq", _langs("sq", "en")) is None
     # a first candidate in another language: no table here has such a row, so the fused order stays
     assert "not measured on en posts with a first candidate in another language" in \
         measured_gate(GATE, "en", _langs("ko", "en"))
+    assert "not measured on sq posts with a first candidate in another language" in \
+        measured_gate(GATE, "sq", _langs("en"))
 
 
 def test_a_reranker_with_a_measured_gate_is_gated_by_it_and_one_without_by_its_languages():
@@ -146,7 +145,7 @@ def test_a_reranker_with_a_measured_gate_is_gated_by_it_and_one_without_by_its_l
     class Listed:
         gate, languages = None, frozenset({"en"})
 
-    assert refusal(Measured(), "en", _langs("en", "fr")) is None  # the table allows mixed en heads
+    assert refusal(Measured(), "en", _langs("en", "fr")) is None  # the table allows English-led heads
     assert "candidates include fr" in refusal(Listed(), "en", _langs("en", "fr"))
     cfg = RetrievalConfig.model_validate({"name": "r", "retrievers": [{"kind": "dense"}],
                                           "rerank": {"model": "m", "top": 2}})

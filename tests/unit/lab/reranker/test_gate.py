@@ -15,19 +15,20 @@ def test_the_gate_is_measured_on_held_out_training_and_spare_posts_only_capped_p
 
 
 def test_a_row_reranks_where_the_reranker_beat_the_first_stage_and_thin_languages_pool():
-    samples = ([("en", "same", 0.5, 1.0)] * MIN_POSTS + [("en", "mixed", 1.0, 0.5)] * MIN_POSTS
-               + [("sq", "mixed", 0.0, 1.0)] * (MIN_POSTS // 2) + [("ta", "mixed", 0.5, 0.5)] * (MIN_POSTS // 2)
-               + [("ko", "same", 1.0, 1.0)] * 3)
+    samples = ([("en", "own", 0.5, 1.0)] * MIN_POSTS + [("ar", "own", 1.0, 0.5)] * MIN_POSTS
+               + [("sq", "own", 0.0, 1.0)] * (MIN_POSTS // 2) + [("ta", "own", 0.5, 0.5)] * (MIN_POSTS // 2)
+               + [("ko", "cross", 1.0, 1.0)] * 3)
     table = gate_table(samples)
     rows = table["rows"]
-    assert rows["en"]["same"] == {"n": MIN_POSTS, "first_stage": 0.5, "reranked": 1.0, "rerank": True}
-    assert rows["en"]["mixed"]["rerank"] is False
-    assert rows["*"]["mixed"] == {"n": MIN_POSTS, "first_stage": 0.25, "reranked": 0.75, "rerank": True,
-                                  "languages": ["sq", "ta"]}
-    assert "same" not in rows["*"] and "ko" not in rows  # too few to say anything: not measured
+    assert rows["en"]["own"] == {"n": MIN_POSTS, "first_stage": 0.5, "reranked": 1.0, "rerank": True}
+    assert rows["ar"]["own"]["rerank"] is False
+    assert rows["*"]["own"] == {"n": MIN_POSTS, "first_stage": 0.25, "reranked": 0.75, "rerank": True,
+                                "languages": ["sq", "ta"]}
+    assert "cross" not in rows["*"] and "ko" not in rows  # too few to say anything: not measured
 
 
-def test_a_head_of_match_dicts_is_same_language_when_every_known_language_is_the_post_s():
-    assert head_kind_of("en", [{"lang": "en"}, {"lang": None}]) == "same"
-    assert head_kind_of("en", [{"lang": "en"}, {"lang": "ar"}]) == "mixed"
+def test_a_head_of_match_dicts_crosses_when_its_first_candidate_is_in_another_language():
+    assert head_kind_of("en", [{"lang": "en"}, {"lang": None}]) == "own"
+    assert head_kind_of("en", [{"lang": "en"}, {"lang": "ar"}]) == "own"
     assert head_kind_of("en", [{"lang": "ar"}, {"lang": "en"}]) == "cross"
+    assert head_kind_of("en", []) == "own"
