@@ -54,8 +54,12 @@ def head_kind(post_lang: str | None, head: list[Fused]) -> str:
     first stage's best answer crosses languages), else ``"own"`` (pure). Candidates below the
     first may be in any language either way: the reranker was trained with negatives in every
     language, never with an answer in another one."""
-    first = (head[0].source or {}).get("lang") if head else None
-    return "cross" if first and first != post_lang else "own"
+    return kind_of_first(post_lang, (head[0].source or {}).get("lang") if head else None)
+
+
+def kind_of_first(post_lang: str | None, first_lang: str | None) -> str:
+    """The head kind from its first candidate's language (``None``: not known, so not crossing)."""
+    return "cross" if first_lang and first_lang != post_lang else "own"
 
 
 #: how each head kind reads in a note

@@ -148,5 +148,6 @@ def measure_gate(settings: Any, name: str, adapters: Path, datasets: Sequence[An
 
 def head_kind_of(lang: str, matches: Sequence[dict[str, Any]]) -> str:
     """``rerank_gate.head_kind`` of the fused head as match dicts (their ``lang``; pure)."""
-    first = matches[0].get("lang") if matches else None
-    return "cross" if first and first != lang else "own"
+    from plugin.search.rerank_gate import kind_of_first
+
+    return kind_of_first(lang, matches[0].get("lang") if matches else None)
