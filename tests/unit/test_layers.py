@@ -28,7 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "engines": ("plugin.index", "plugin.kv", "plugin.embedding", "plugin.llm", "plugin.image",
                 "plugin.lang"),
     "stages": ("plugin.search", "plugin.ingest", "plugin.evidence", "plugin.verify",
-               "plugin.review", "plugin.learn", "plugin.build"),
+               "plugin.review", "plugin.learn", "plugin.build", "plugin.claims"),
     "service": ("plugin.service",),
     "edges": ("api", "workers", "cli"),
 }
@@ -52,6 +52,9 @@ STAGE_USES: dict[str, dict[str, str]] = {
         "plugin.review": "learning reads the desk's decisions",
         "plugin.build": "the reranker update builds the model it trained",
         "plugin.ingest": "the trainer indexes its fixed evaluation dataset as fact-checks are indexed",
+    },
+    "plugin.claims": {
+        "plugin.search": "a post joins a claim by the matcher's same-claim test",
     },
     "plugin.build": {
         "plugin.search": "it builds the reranker folders the search loads, named as the search names them",
