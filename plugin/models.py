@@ -251,6 +251,12 @@ class FactCheck(BaseModel):
                 for k, v in doc.items() if v is not None}
 
 
+def post_doc_id(tenant: str, post_id: str) -> str:
+    """A post's document id in the posts index: one per (tenant, post), so writing it again
+    replaces it (the one place: the memory writes posts, the claims read and re-point them)."""
+    return "ps_" + hashlib.sha256(f"{tenant}\x1f{post_id}".encode()).hexdigest()[:32]
+
+
 #: The fields of a stored fact-check, all JSON strings: ``FactCheck.to_source`` writes them, the
 #: final fetch of a match reads them (``queries.SOURCE_FIELDS``), and matches and the API's
 #: fact-check schemas return them. Add a field here and every one of those follows.

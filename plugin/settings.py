@@ -198,6 +198,8 @@ class Settings(BaseSettings):
     review_index: str = "review"
     #: Alias of the posts workers matched, with their embeddings (``plugin.learn.memory``).
     posts_index: str = "posts"
+    #: Alias of the claims: the tenant's posts grouped by the claim they make (``plugin.claims``).
+    claims_index: str = "claims"
     #: Cosine similarity from which an earlier post counts as the same post re-posted, so the
     #: desk's decisions on it apply (``plugin.learn.memory``; measured: docs/learning.md).
     memory_min_similarity: float = Field(default=0.93, ge=0.0, le=1.0)

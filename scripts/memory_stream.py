@@ -105,7 +105,7 @@ def query_pairs(dataset: Any, embedder: Any, thresholds: list[float]) -> dict[st
     would be right) and those that do not (memory would be wrong), with the same-claim test too."""
     import numpy as np
 
-    from plugin.learn.memory import post_words
+    from plugin.search.duplicates import post_words
     from plugin.search.duplicates import similar
 
     qrels = dataset.qrels["all"]

@@ -467,7 +467,7 @@ SEC_PORT="${FACTSIEVE_OS_SECURE_PORT:-9250}"
 SEC_HEAP="${FACTSIEVE_OS_SECURE_HEAP:-512m}"
 SEC_ENV="$SEC_DIR/secure.env"
 SEC_CERTS="$SEC_DIR/certs"
-SEC_PATTERNS="${FACTSIEVE_OS_SECURE_PATTERNS:-factchecks*,evidence*,factsieve-jobs*,review*,decisions*,posts*,fs-test-*,eval-*,lab-*,bench-*}"
+SEC_PATTERNS="${FACTSIEVE_OS_SECURE_PATTERNS:-factchecks*,evidence*,factsieve-jobs*,review*,decisions*,posts*,claims*,fs-test-*,eval-*,lab-*,bench-*}"
 SEC_SUBJ="/C=XX/O=FactSieve Local"
 SEC_DN="O=FactSieve Local,C=XX"
 

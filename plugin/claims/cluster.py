@@ -17,8 +17,10 @@ fact-check). An earlier post *links* to it by any of the rule's signals:
 - ``image``: the PDQ hashes of the posts' images are within ``image_distance`` bits.
 
 The post joins the claim of the linked earlier post with the highest embedding similarity whose
-claim it is not kept out of (a cannot-link the desk made by splitting the post out of it), and
-starts a claim of its own otherwise. Claims are never merged by a post that links to two of them
+claim it is not kept out of, and starts a claim of its own otherwise. The desk's "not the same
+claim" (splitting a post out of its claim) is a cannot-link: the post, and every later post linked
+to it, is kept out of that claim. Merging two claims by hand re-points the posts of one to the
+other: later posts linked to any of them join the merged claim (a must-link). Claims are never merged by a post that links to two of them
 (a chain of re-posts must not fuse two claims the desk keeps apart): merging is the desk's.
 
 **The lead post** of a claim (what the queue shows for it): a post the desk confirmed a
@@ -88,7 +90,7 @@ def served_rule() -> JoinRule:
 
 @dataclass(frozen=True)
 class PostSignals:
-    """What the join compares of one post: its words (``plugin.learn.memory.post_words``), its
+    """What the join compares of one post: its words (``plugin.search.duplicates.post_words``), its
     best match and that match's confidence, its image's PDQ hash."""
 
     post_id: str
@@ -96,6 +98,8 @@ class PostSignals:
     answer: str | None = None
     answer_confidence: float | None = None
     image_hash: str | None = None
+    #: the claims the desk split this post out of (cannot-links)
+    kept_out: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,14 @@ class Earlier:
     claim_id: str
     similarity: float = 0.0
     bm25: float | None = None
+    #: the claim the post joined, when the desk has since merged it into ``claim_id``
+    joined_claim: str | None = None
+
+    @property
+    def kept_by(self) -> str:
+        """The claim a cannot-link is checked against: the one the post joined (a merge by hand
+        is a must-link that overrides a cannot-link made before it)."""
+        return self.joined_claim or self.claim_id
 
 
 def links(rule: JoinRule, post: PostSignals, earlier: Earlier) -> tuple[str, ...]:
@@ -143,12 +155,14 @@ class Joined:
 def choose(rule: JoinRule, post: PostSignals, earlier: Sequence[Earlier],
            kept_out: frozenset[str] = frozenset()) -> Joined:
     """The claim ``post`` joins (see the module's docstring); ``kept_out``: claims the desk split
-    this post out of."""
+    this post out of. A post the desk split out of a claim keeps the posts linked to it out of
+    that claim too (its cannot-links hold for its re-posts)."""
+    linked = [(e, found) for e in earlier if e.post.post_id != post.post_id and (found := links(rule, post, e))]
+    kept_out = kept_out | post.kept_out | frozenset().union(*(e.post.kept_out for e, _ in linked))
     best: tuple[Earlier, tuple[str, ...]] | None = None
-    for e in earlier:
-        if e.post.post_id == post.post_id or e.claim_id in kept_out:
+    for e, found in linked:
+        if e.kept_by in kept_out:
             continue
-        found = links(rule, post, e)
         if found and (best is None or (e.similarity, e.post.post_id) > (best[0].similarity, best[0].post.post_id)):
             best = (e, found)
     if best is None:

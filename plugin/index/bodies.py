@@ -14,6 +14,11 @@ from typing import Any
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
+def cosine_of(score: float) -> float:
+    """OpenSearch's Lucene ``cosinesimil`` score, ``(1 + cos) / 2``, back to the cosine."""
+    return 2.0 * float(score) - 1.0
+
+
 @cache
 def _read(name: str) -> str:
     return resources.files("index_templates").joinpath(f"{name}.json").read_text(encoding="utf-8")

@@ -246,7 +246,7 @@ def evaluate_clusters(store: Any, embedder: Any, settings: Any, dataset: Any, co
     ``threshold``), with ``compare`` the chosen row of each signal set (``SIGNAL_SETS``), with
     ``choose`` the best rule over the embedding thresholds and the same-answer grid
     (``choose_rule``)."""
-    from plugin.learn.memory import post_words
+    from plugin.search.duplicates import post_words
     from plugin.learn.train.datasets import ensure_dataset_index
     from plugin.models import Mode
     from plugin.search.matcher import Matcher, MatchRequest

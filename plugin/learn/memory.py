@@ -27,8 +27,7 @@ from typing import Any, Protocol
 from plugin.models import STORED_FIELDS
 from plugin.review.model import Action, superseded
 from plugin.review.records import Decision
-from plugin.search.duplicates import DUPLICATE_JACCARD, similar, words
-from plugin.search.normalize import normalize_post
+from plugin.search.duplicates import DUPLICATE_JACCARD, post_words, similar
 from plugin.search.result import Candidate, Match
 
 #: the reason a match carries when the desk confirmed it for this post or a re-post of it
@@ -66,12 +65,6 @@ class RememberedDecision:
     similarity: float
     decision_id: str
     same_post: bool = False
-
-
-def post_words(text: str | None) -> frozenset[str]:
-    """The word set the same-claim test compares posts by: of the normalised post, so a link,
-    a retweet prefix or a mention added or taken away changes nothing."""
-    return words(normalize_post(text) or text) if text else frozenset()
 
 
 def near_duplicates(post_id: str | None, neighbours: Iterable[Neighbour], min_similarity: float,

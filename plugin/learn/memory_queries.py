@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plugin.index.bodies import cosine_of  # noqa: F401 - the memory's reads convert scores with it
+
 #: the decision fields the memory reads (``plugin.review.model.decision_record``): what it uses,
 #: and ``tenant`` and ``actor``, which every ``plugin.review.records.Decision`` carries
 DECISION_FIELDS = ("id", "tenant", "post_id", "factcheck_id", "action", "actor", "origin", "at",
@@ -44,7 +46,3 @@ def decisions_body(tenant: str, post_ids: Sequence[str]) -> dict[str, Any]:
                                           {"terms": {"post_id": sorted(set(post_ids))}}]}},
             "sort": [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]}
 
-
-def cosine_of(score: float) -> float:
-    """OpenSearch's Lucene ``cosinesimil`` score, ``(1 + cos) / 2``, back to the cosine."""
-    return 2.0 * float(score) - 1.0

@@ -10,7 +10,6 @@ valid whichever configuration matched a post. Measured: docs/learning.md.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,7 @@ from plugin.index.store import Store
 from plugin.index.templates import check_model, ensure_plain_index
 from plugin.learn import memory_queries as q
 from plugin.learn.memory import Neighbour
-from plugin.models import STORED_FIELDS
+from plugin.models import STORED_FIELDS, post_doc_id  # noqa: F401 - the posts index's ids
 from plugin.review.records import Decision, decisions_of
 from plugin.search.normalize import normalize_post
 from plugin.settings import Settings
@@ -33,21 +32,17 @@ from plugin.settings import Settings
 VECTOR_CACHE = 256
 
 
-def post_doc_id(tenant: str, post_id: str) -> str:
-    """A post's document id: one per (tenant, post), so writing it again replaces it."""
-    return "ps_" + hashlib.sha256(f"{tenant}\x1f{post_id}".encode()).hexdigest()[:32]
-
-
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def post_record(tenant: str, post: Mapping[str, Any], lang: str | None, vector: Sequence[float],
-                created_at: str) -> dict[str, Any]:
-    """A post's stored body (pure)."""
+                created_at: str, joined: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A post's stored body (pure); ``joined``: the claim fields the post job adds
+    (``claim_id``, ``answer``, ``answer_confidence``, ``image_hash``: ``plugin.claims``)."""
     return {"tenant": tenant, "post_id": post["id"], "text": post["text"], "lang": lang,
             "date": post.get("date") or None, "created_at": created_at,
-            "embedding": [float(x) for x in vector]}
+            "embedding": [float(x) for x in vector], **(joined or {})}
 
 
 class PostMemory:
@@ -110,12 +105,13 @@ class PostMemory:
                 self._vectors.popitem(last=False)
         return vec
 
-    def remember(self, tenant: str, post: Mapping[str, Any], lang: str | None) -> None:
+    def remember(self, tenant: str, post: Mapping[str, Any], lang: str | None,
+                 joined: Mapping[str, Any] | None = None) -> None:
         """Write the post (idempotent: a second write of the same post replaces the first and
-        keeps when it was first seen)."""
+        keeps when it was first seen), with the claim it ``joined``."""
         self.ensure()
         doc_id = post_doc_id(tenant, post["id"])
-        body = post_record(tenant, post, lang, self.vector(post["text"]), self.clock())
+        body = post_record(tenant, post, lang, self.vector(post["text"]), self.clock(), joined)
         try:
             self.store.put(self.alias, doc_id, body, create=True)
             return

@@ -192,11 +192,12 @@ EXPORT_SORT = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
 
 
 def export_query(tenant: str, since: str | None = None, *, undos: bool = False) -> dict[str, Any]:
-    """The tenant's decisions made at or after ``since``, oldest first: the export's input.
+    """The tenant's decisions made at or after ``since``, oldest first: the export's input (the
+    review decisions only: a claim's split and merge events, which name no post, are not).
     ``undos``: only the undos, and of each only what it took back (the export's first pass; an
     undo is never older than what it undid, so ``since`` applies to them too)."""
     body: dict[str, Any] = {"query": bool_filter([
-        tenant_filter(tenant), {"range": {"at": {"gte": since}}} if since else None,
+        tenant_filter(tenant), {"exists": {"field": "post_id"}}, {"range": {"at": {"gte": since}}} if since else None,
         {"term": {"action": "undo"}} if undos else None]), "sort": EXPORT_SORT}
     if undos:
         body["_source"] = ["supersedes"]

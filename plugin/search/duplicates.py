@@ -20,6 +20,14 @@ def words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
+def post_words(text: str | None) -> frozenset[str]:
+    """The word set the same-claim test compares posts by: of the normalised post, so a link,
+    a retweet prefix or a mention added or taken away changes nothing (memory and claims)."""
+    from plugin.search.normalize import normalize_post
+
+    return words(normalize_post(text) or text) if text else frozenset()
+
+
 def similar(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
     """Jaccard(a, b) ≥ ``threshold``; an empty set is like nothing."""
     if not a or not b:

@@ -33,8 +33,8 @@ class Deployment:
     config: Callable[[str | None], RetrievalConfig]
 
     def install(self) -> dict[str, Any]:
-        """The index templates and the fact-check, evidence, jobs, review queue, decision log and
-        posts aliases with their first indexes, the fusion pipelines, and the hosted model with
+        """The index templates and the fact-check, evidence, jobs, review queue, decision log,
+        posts and claims aliases with their first indexes, the fusion pipelines, and the hosted model with
         its ingest pipeline and search template."""
         from plugin.evidence import evidence_spec
         from plugin.index.templates import install_index, install_plain_index, template_bodies
@@ -48,11 +48,12 @@ class Deployment:
         review = [install_plain_index(self.store, kind, alias, s.index_replicas, values)
                   for kind, alias, values in (("review", s.review_index, None),
                                               ("decisions", s.decisions_index, None),
-                                              ("posts", s.posts_index, self.posts.template_values()))]
+                                              ("posts", s.posts_index, self.posts.template_values()),
+                                              ("claims", s.claims_index, None))]
         return {"alias": spec.alias, "index": index, "embedding_model": spec.model,
                 "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
                 "evidence_index": evidence, "jobs_index": s.jobs_index,
-                "review_index": review[0], "decisions_index": review[1], "posts_index": review[2],
+                "review_index": review[0], "decisions_index": review[1], "posts_index": review[2], "claims_index": review[3],
                 "search_pipelines": self.search_pipelines(), "hosted_model": self.host_model()}
 
     def search_pipelines(self, configs: Iterable[RetrievalConfig] | None = None) -> list[str]:

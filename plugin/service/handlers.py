@@ -18,6 +18,7 @@ from plugin.search.image_query import post_text
 from plugin.search.request import MatchRequest
 from plugin.search.result import Match
 from plugin.owners import Writer
+from plugin.service import claiming
 from plugin.service.matching import Occasion, match_post
 from plugin.service.services import Services
 from plugin.lang import detect_language
@@ -110,7 +111,8 @@ def post_image(services: Services, job: dict[str, Any]) -> ImageAnalysis | None:
 def run_post(services: Services, job: dict[str, Any],
              enqueue_delivery: Callable[[str], None]) -> dict[str, Any]:
     """Match a post on the one match path as a job (``plugin.service.matching``: reranked where
-    its configuration reranks, the tenant's learning applied), remember it (``Services.posts``),
+    its configuration reranks, the tenant's learning applied), join it to its claim and remember
+    it (``plugin.service.claiming``, ``Services.posts``),
     record its review item (``ReviewDesk.record_item``, which applies the tenant's review rules),
     auto-confirm it when the tenant opted in, then plan and enqueue a ``post.matched`` delivery
     for every subscription whose filters it passes and whose threshold its best match clears."""
@@ -123,7 +125,11 @@ def run_post(services: Services, job: dict[str, Any],
     # text read from the image as its text (the image itself is in the result)
     post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
     result = found.to_dict()
-    services.posts.remember(tenant, post, found.lang)  # what later posts are compared with
+    # the claim it joins, then the post with its claim (what later posts are compared with),
+    # then the claim's counts: a retry after the post's write keeps its claim and counts it once
+    joined = claiming.join(services.claims, services.posts, tenant, post, found, image)
+    services.posts.remember(tenant, post, found.lang, joined.fields)
+    claiming.count(services.claims, tenant, post, found.lang, found, joined)
     best = best_score(found)
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], found.lang, post.get("date"),
@@ -133,9 +139,10 @@ def run_post(services: Services, job: dict[str, Any],
     deliveries = []
     for sub in services.webhooks.all(tenant):
         if wants(sub, Event.POST_MATCHED, result["lang"], best):
-            did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result},
+            did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result,
+                                                                      "claim": joined.to_dict()},
                                          dedupe_key=post["id"])
             enqueue_delivery(did)
             deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
     return {"post_id": post["id"], "lang": result["lang"], "best_score": best, "match": result,
-            "deliveries": deliveries}
+            "claim": joined.to_dict(), "deliveries": deliveries}

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from plugin.evidence.store import EvidenceIndex
     from plugin.ingest.factchecks import FactCheckIndex
     from plugin.learn.calibration_store import Recalibrations
+    from plugin.claims.store import ClaimStore
     from plugin.learn.memory_store import PostMemory
     from plugin.learn.reranker_store import Champions
     from plugin.learn.steps import Learning
@@ -176,6 +177,13 @@ class Services:
         from plugin.learn.memory_store import PostMemory
 
         return self._get("posts", lambda: PostMemory(self.store, self.settings, self.embedder))
+
+    @property
+    def claims(self) -> ClaimStore:
+        """The claims the tenants' posts make (``plugin.claims.store.ClaimStore``)."""
+        from plugin.claims.store import ClaimStore
+
+        return self._get("claims", lambda: ClaimStore(self.store, self.settings, vector=self.posts.vector))
 
     @property
     def learning(self) -> Learning:

@@ -42,7 +42,7 @@ def namespaced(settings, tag: str, **extra: Any):
         "webhook_backoff_max_s": 1.0, "broker_visibility_timeout_s": 4, "task_max_retries": 2,
         "task_time_limit_s": 120, "evidence_index": f"fs-test-ev-{tag}",
         "review_index": f"fs-test-review-{tag}", "decisions_index": f"fs-test-dec-{tag}",
-        "posts_index": f"fs-test-posts-{tag}",
+        "posts_index": f"fs-test-posts-{tag}", "claims_index": f"fs-test-claims-{tag}",
         "llm_url": settings.llm_url or LOCAL_LLM, **extra})
 
 
@@ -69,7 +69,8 @@ def cleanup_deployment(settings, store) -> None:
 
     KV(settings).delete_namespace()
     for alias in (settings.index, settings.jobs_index, settings.evidence_index,
-                  settings.review_index, settings.decisions_index, settings.posts_index):
+                  settings.review_index, settings.decisions_index, settings.posts_index,
+                  settings.claims_index):
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
         delete_components(store, alias)

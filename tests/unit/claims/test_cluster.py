@@ -72,3 +72,19 @@ def test_served_rule_is_the_data_file_and_signals_can_be_switched_off():
         rule.only(["telepathy"])
     with pytest.raises(BadInput):
         JoinRule.from_mapping({"min_similarity": 0.9, "colour": "red"})
+
+
+def test_a_split_posts_cannot_link_holds_for_posts_linked_to_it():
+    split = PostSignals("s", kept_out=frozenset({"c1"}))
+    earlier = [Earlier(post("a"), "c1", 0.96), Earlier(split, "c2", 0.95)]
+    # the new post links to both; the split post's cannot-link keeps it out of c1
+    assert choose(RULE, post("n"), earlier).claim_id == "c2"
+    # without the link to the split post, c1 is fine
+    assert choose(RULE, post("n"), earlier[:1]).claim_id == "c1"
+
+
+def test_a_merge_by_hand_overrides_an_earlier_cannot_link():
+    split = PostSignals("s", kept_out=frozenset({"c1"}))
+    # the split post's claim c2 was merged into c1 since: posts linked to it join c1
+    earlier = [Earlier(split, "c1", 0.95, joined_claim="c2")]
+    assert choose(RULE, post("n"), earlier).claim_id == "c1"

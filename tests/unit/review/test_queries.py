@@ -81,11 +81,13 @@ def test_decision_bodies_are_tenant_scoped():
     body = decisions_body("t", "p")
     assert body["query"]["bool"]["filter"] == [{"term": {"tenant": "t"}}, {"term": {"post_id": "p"}}]
     order = [{"at": {"order": "asc"}}, {"id": {"order": "asc"}}]
-    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}, "sort": order}
-    assert export_query("t", "2024-01-01")["query"]["bool"]["filter"][1] == \
+    # review decisions only: a claim's split and merge events name no post
+    reviews = {"exists": {"field": "post_id"}}
+    assert export_query("t") == {"query": {"bool": {"filter": [{"term": {"tenant": "t"}}, reviews]}}, "sort": order}
+    assert export_query("t", "2024-01-01")["query"]["bool"]["filter"][2] == \
         {"range": {"at": {"gte": "2024-01-01"}}}
     assert export_query("t", undos=True) == {
-        "query": {"bool": {"filter": [{"term": {"tenant": "t"}}, {"term": {"action": "undo"}}]}},
+        "query": {"bool": {"filter": [{"term": {"tenant": "t"}}, reviews, {"term": {"action": "undo"}}]}},
         "sort": order, "_source": ["supersedes"]}
 
 

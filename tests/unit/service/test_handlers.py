@@ -38,8 +38,15 @@ class FakeServices:
         self.recalibrations = type("Held", (), {"get": staticmethod(lambda tenant: None)})()
         self.learning = Learning()
         self.remembered = []
-        self.posts = type("Posts", (), {"remember": staticmethod(
-            lambda tenant, post, lang: self.remembered.append((tenant, post["id"], lang)))})()
+        self.posts = type("Posts", (), {
+            "remember": staticmethod(lambda tenant, post, lang, joined=None: self.remembered.append(
+                (tenant, post["id"], lang))),
+            "vector": staticmethod(lambda text: [1.0, 0.0])})()
+        self.counted = []
+        self.claims = type("Claims", (), {
+            "joined_before": staticmethod(lambda tenant, doc_id: None),
+            "earlier": staticmethod(lambda tenant, vector, k, answer: []),
+            "add_post": staticmethod(lambda tenant, claim_id, post: self.counted.append((claim_id, post.post_id)))})()
 
     def matcher(self, config=None, **kw):
         return self.matcher_
@@ -66,3 +73,5 @@ def test_the_post_handler_passes_filters_and_budget_through(monkeypatch):
     assert item[:6] == ("default", "p1", "5G spreads covid", "en", "2021-03-01", None)
     assert item[6].candidates == () and item[6].versions == {"retrieval_config": "t"}
     assert services.remembered == [("default", "p1", "en")]  # what later posts are compared with
+    # the post starts a claim of its own (no earlier posts), counted once, named in the answer
+    assert services.counted == [(result["claim"]["claim_id"], "p1")] and result["claim"]["via"] is None

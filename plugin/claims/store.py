@@ -1,0 +1,283 @@
+"""``ClaimStore``: the claims alias, and the join's reads of the posts alias, over ``Store``.
+
+One document per (tenant, claim) in the claims alias (``FACTSIEVE_CLAIMS_INDEX``). A claim is
+updated by reading it with its version and writing it over that version (``records.add_post``
+computes the new document; a concurrent writer makes the write a ``Conflict`` and it is read and
+applied again). Two posts of a new claim arriving at the same moment in two workers may each
+start a claim: a race splits, it never merges.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any
+
+from plugin.claims import queries as q
+from plugin.claims.cluster import Earlier, PostSignals
+from plugin.claims.records import (Claim, ClaimEvent, ClaimPost, EventAction, Lead, Status, add_post, claim_posts_of,
+                                   merge_claims, new_claim, remove_post)
+from plugin.errors import BackendUnavailable, BadInput, Conflict, ContentTooLarge, NotFound
+from plugin.models import post_doc_id
+from plugin.index.bodies import cosine_of
+from plugin.index.store import Store
+from plugin.index.templates import ensure_plain_index
+from plugin.search.duplicates import post_words
+from plugin.settings import Settings
+
+#: the claim fields a read for an update takes
+CLAIM_FIELDS = ["tenant", "claim_id", "status", "lead", "post_count", "langs", "days", "first_seen", "last_seen",
+                "fact_check", "check_worthiness", "recent_posts", "updated_at", "merged_into", "removed_posts", "absorbed"]
+#: how many merges the join follows from a post's claim to the claim that holds it now
+MERGE_HOPS = 10
+#: the most claims one merge names
+MERGE_MAX_CLAIMS = 50
+#: how many times a claim update is read and written again after a concurrent write
+UPDATE_ATTEMPTS = 8
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def claim_doc_id(tenant: str, claim_id: str) -> str:
+    """A claim's document id: one per (tenant, claim)."""
+    return "cl_" + hashlib.sha256(f"{tenant}\x1f{claim_id}".encode()).hexdigest()[:32]
+
+
+def new_claim_id(tenant: str, post_id: str) -> str:
+    """The id of the claim a post starts: from the post, so a retried job starts the same one."""
+    return "c" + hashlib.sha256(f"{tenant}\x1f{post_id}".encode()).hexdigest()[:15]
+
+
+class ClaimStore:
+    """The claims alias and the posts-alias reads the join makes. Every read names its tenant."""
+
+    def __init__(self, store: Store, settings: Settings, *, vector: Callable[[str], Sequence[float]] | None = None,
+                 clock: Callable[[], str] = now_iso) -> None:
+        self.store = store
+        #: a post's embedding as the posts index stores it (``PostMemory.vector``): a split rewrites
+        #: the post whole, since the index keeps the vector out of ``_source``
+        self.vector = vector
+        self.settings = settings
+        self.alias = settings.claims_index
+        self.posts_alias = settings.posts_index
+        self.clock = clock
+        self._ready = False
+
+    def ensure(self) -> None:
+        """The claims alias present with the current mapping, once per process."""
+        if not self._ready:
+            ensure_plain_index(self.store, "claims", self.alias, self.settings.index_replicas)
+            self._ready = True
+
+    # -- the join's reads -------------------------------------------------------------------------
+    def joined_before(self, tenant: str, post_doc_id: str) -> str | None:
+        """The claim a post already joined (a retried job), from its posts document."""
+        found = self.store.mget(self.posts_alias, [post_doc_id], source=["claim_id", "tenant"]).get(post_doc_id)
+        src = (found or {}).get("_source") or {}
+        return src.get("claim_id") if src.get("tenant") == tenant else None
+
+    def earlier(self, tenant: str, vector: Sequence[float], k: int, answer: str | None) -> list[Earlier]:
+        """The earlier posts the join compares a post with: its ``k`` nearest, and its ``k``
+        nearest whose best match was ``answer``; once each."""
+        bodies = [q.earlier_body(tenant, vector, k)]
+        if answer is not None:
+            bodies.append(q.earlier_body(tenant, vector, k, answer=answer))
+        seen: dict[str, Earlier] = {}
+        for resp in self.store.msearch(self.posts_alias, bodies):
+            for h in resp["hits"]["hits"]:
+                src = h["_source"]
+                if src["post_id"] in seen or not src.get("claim_id"):
+                    continue
+                seen[src["post_id"]] = Earlier(
+                    PostSignals(src["post_id"], post_words(src.get("text")), src.get("answer"),
+                                src.get("answer_confidence"), src.get("image_hash"), frozenset(src.get("kept_out") or ())),
+                    src["claim_id"], cosine_of(h["_score"]))
+        now = self.current({e.claim_id for e in seen.values()}, tenant)
+        return [e if now.get(e.claim_id, e.claim_id) == e.claim_id else
+                replace(e, claim_id=now[e.claim_id], joined_claim=e.claim_id) for e in seen.values()]
+
+    def current(self, claim_ids: set[str], tenant: str) -> dict[str, str]:
+        """``{claim id: the claim that holds its posts now}`` for claims the desk merged (one
+        read per hop of merges, at most ``MERGE_HOPS``)."""
+        out: dict[str, str] = {}
+        todo = {c: c for c in claim_ids}
+        for _ in range(MERGE_HOPS):
+            if not todo:
+                break
+            docs = {claim_doc_id(tenant, c): c for c in set(todo.values())}
+            found = self.store.mget(self.alias, list(docs), source=["merged_into"]) if docs else {}
+            merged = {docs[d]: (h.get("_source") or {}).get("merged_into") for d, h in found.items()}
+            nxt = {}
+            for start, at in todo.items():
+                if merged.get(at):
+                    nxt[start] = merged[at]
+                else:
+                    out[start] = at
+            todo = nxt
+        out.update(todo)
+        return out
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add_post(self, tenant: str, claim_id: str, post: ClaimPost) -> Claim:
+        """Count ``post`` in the claim (made when it does not exist), over the version read."""
+        self.ensure()
+        doc_id = claim_doc_id(tenant, claim_id)
+        for _ in range(UPDATE_ATTEMPTS):
+            now = self.clock()
+            found = self.store.mget(self.alias, [doc_id], source=CLAIM_FIELDS).get(doc_id)
+            if found is None:
+                claim = add_post(new_claim(claim_id, tenant, post, now), post, now)
+                try:
+                    self.store.put(self.alias, doc_id, claim.to_source(), create=True)
+                    return claim
+                except Conflict:
+                    continue
+            current = Claim.from_source(found["_source"])
+            if current.merged_into:  # merged while the post was joining it: counted where it went
+                return self.add_post(tenant, current.merged_into, post)
+            updated = add_post(current, post, now)
+            if updated is current:
+                return current
+            try:
+                self.store.put(self.alias, doc_id, updated.to_source(), if_seq_no=found["_seq_no"],
+                               if_primary_term=found["_primary_term"])
+                return updated
+            except Conflict:
+                continue
+        raise BackendUnavailable(f"claim {claim_id} kept changing while post {post.post_id} joined it; retry")
+
+    def _update(self, tenant: str, claim_id: str, change: Callable[[Claim], Claim]) -> Claim:
+        """Apply ``change`` to the claim over the version read (read again after a concurrent write)."""
+        doc_id = claim_doc_id(tenant, claim_id)
+        for _ in range(UPDATE_ATTEMPTS):
+            found = self.store.mget(self.alias, [doc_id], source=CLAIM_FIELDS).get(doc_id)
+            if found is None or found["_source"].get("tenant") != tenant:
+                raise NotFound(f"no claim with id {claim_id[:200]!r}")
+            current = Claim.from_source(found["_source"])
+            updated = change(current)
+            if updated is current:
+                return current
+            try:
+                self.store.put(self.alias, doc_id, updated.to_source(), if_seq_no=found["_seq_no"],
+                               if_primary_term=found["_primary_term"], refresh="wait_for")
+                return updated
+            except Conflict:
+                continue
+        raise BackendUnavailable(f"claim {claim_id} kept changing; try again")
+
+    def _event(self, event: ClaimEvent) -> None:
+        self.store.put(self.settings.decisions_index, event.id, event.to_source(), create=True, refresh="wait_for")
+
+    def _event_id(self) -> str:
+        import uuid
+
+        return "ce_" + uuid.uuid4().hex
+
+    def split(self, tenant: str, claim_id: str, post_id: str, *, actor: str, origin: str = "api",
+              note: str | None = None) -> dict[str, Any]:
+        """Take ``post_id`` out of the claim into a claim of its own (the desk's "not the same
+        claim"): the post is re-pointed and kept out of the claim (a cannot-link its re-posts
+        inherit), the new claim counts it, the old one no longer does, and the event is logged.
+        A post that is not in the claim is a ``Conflict``; the claim's only post too."""
+        claim = self.get(tenant, claim_id)
+        doc_id = post_doc_id(tenant, post_id)
+        found = self.store.mget(self.posts_alias, [doc_id], source=list(q.SPLIT_FIELDS)).get(doc_id)
+        src = (found or {}).get("_source") or {}
+        if src.get("tenant") != tenant or src.get("claim_id") not in claim.ids:
+            raise Conflict(f"post {post_id[:200]!r} is not in claim {claim_id!r}")
+        if self.vector is None:
+            raise BackendUnavailable("this process cannot split claims: it has no embedding model")
+        if claim.post_count <= 1:
+            raise Conflict(f"post {post_id[:200]!r} is claim {claim_id!r}'s only post: nothing to split")
+        new_id = "c" + hashlib.sha256(f"{tenant}\x1f{post_id}\x1fsplit\x1f{claim_id}".encode()).hexdigest()[:15]
+        kept_out = sorted({*(src.get("kept_out") or ()), claim_id})
+        body = {**src, "claim_id": new_id, "kept_out": kept_out,
+                "embedding": [float(x) for x in self.vector(src.get("text") or "")]}
+        self.store.put(self.posts_alias, doc_id, body, if_seq_no=found["_seq_no"],
+                       if_primary_term=found["_primary_term"], refresh="wait_for")
+        post = ClaimPost(post_id, src.get("text") or "", src.get("lang"), src.get("created_at") or self.clock(),
+                         src.get("answer"), None, src.get("answer_confidence"))
+        new = self.add_post(tenant, new_id, post)
+        lead = self._lead(tenant, claim.ids)
+        old = self._update(tenant, claim_id, lambda c: remove_post(c, post, lead, self.clock()))
+        event = ClaimEvent(self._event_id(), tenant, EventAction.SPLIT, actor, self.clock(), origin, claim_id,
+                           (new_id,), (post_id,), note)
+        self._event(event)
+        return {"claim": old, "new_claim": new, "event": event}
+
+    def _lead(self, tenant: str, claim_ids: Sequence[str]) -> Lead | None:
+        hits = self.store.search(self.posts_alias, q.lead_body(tenant, claim_ids))["hits"]["hits"]
+        if not hits:
+            return None
+        s = hits[0]["_source"]
+        return Lead(s["post_id"], s.get("text") or "", s.get("lang"), s.get("created_at") or "", s.get("answer_confidence"))
+
+    def merge(self, tenant: str, claim_ids: Sequence[str], *, actor: str, into: str | None = None,
+              origin: str = "api", note: str | None = None) -> dict[str, Any]:
+        """Merge the claims into one (``into``, or the one with the most posts): it counts the
+        others' posts and lists them as ``absorbed``, the others are ``merged`` with
+        ``merged_into`` (their posts keep their ``claim_id``; a later post linked to one of them
+        joins the claim they went into: a must-link), and the event is logged. Its cost is one
+        write per claim, whatever their sizes. Another tenant's claim is "not found", as an
+        unknown one is; nothing is written unless every claim is found."""
+        ids = list(dict.fromkeys(claim_ids))
+        if into is not None and into not in ids:
+            ids.insert(0, into)
+        if len(ids) < 2:
+            raise BadInput("a merge names at least two different claims")
+        if len(ids) > MERGE_MAX_CLAIMS:
+            raise ContentTooLarge(f"a merge names at most {MERGE_MAX_CLAIMS} claims")
+        claims = {i: self.get(tenant, i) for i in ids}
+        merged = [c for c in claims.values() if c.merged_into]
+        if merged:
+            raise Conflict(f"claim {merged[0].id!r} was merged into {merged[0].merged_into!r}: merge that one")
+        target = claims[into] if into else max(claims.values(), key=lambda c: (c.post_count, c.first_seen[::-1]))
+        others = [c for c in claims.values() if c.id != target.id]
+        for other in others:
+            self._update(tenant, other.id, lambda c, t=target.id: replace(c, status=Status.MERGED, merged_into=t,
+                                                                        updated_at=self.clock()))
+            target = self._update(tenant, target.id, lambda c, o=other: merge_claims(c, o, self.clock()))
+        event = ClaimEvent(self._event_id(), tenant, EventAction.MERGE, actor, self.clock(), origin, target.id,
+                           tuple(c.id for c in others), (), note)
+        self._event(event)
+        return {"claim": target, "merged": [c.id for c in others], "event": event}
+
+    def events(self, tenant: str, claim_id: str) -> list[ClaimEvent]:
+        """The claim's split and merge events, oldest first."""
+        hits = self.store.search(self.settings.decisions_index, q.events_body(tenant, claim_id))["hits"]["hits"]
+        return [ClaimEvent.from_source(h["_source"]) for h in hits]
+
+    # -- reads ------------------------------------------------------------------------------------
+    def get(self, tenant: str, claim_id: str) -> Claim:
+        """The tenant's claim; another tenant's is "not found", as an unknown one is."""
+        self.ensure()
+        src = self.store.find(self.alias, claim_doc_id(tenant, claim_id))
+        if src is None or src.get("tenant") != tenant:
+            raise NotFound(f"no claim with id {claim_id[:200]!r}")
+        return Claim.from_source(src)
+
+    def page(self, tenant: str, *, status: str | None = None, lang: str | None = None,
+             since: str | None = None, min_posts: int | None = None, sort: str = "newest",
+             cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """One page of the tenant's claims: ``{"claims", "total", "next"}``."""
+        self.ensure()
+        after = q.decode_cursor(cursor) if cursor else None
+        body = q.list_body(tenant, status=status, lang=lang, since=since, min_posts=min_posts, sort=sort,
+                           after=after, limit=limit)
+        resp = self.store.search(self.alias, body)
+        hits = resp["hits"]["hits"]
+        nxt = q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
+        return {"claims": [Claim.from_source(h["_source"]).to_dict() for h in hits],
+                "total": resp["hits"]["total"]["value"], "next": nxt}
+
+    def posts(self, tenant: str, claim_id: str, *, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """One page of the claim's posts, oldest first (those the posts index still holds)."""
+        claim = self.get(tenant, claim_id)
+        after = q.decode_cursor(cursor) if cursor else None
+        resp = self.store.search(self.posts_alias, q.claim_posts_body(tenant, claim.ids, after=after, limit=limit))
+        hits = resp["hits"]["hits"]
+        return {"posts": claim_posts_of(hits), "total": resp["hits"]["total"]["value"],
+                "next": q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None}

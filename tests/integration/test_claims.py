@@ -1,0 +1,189 @@
+"""Claims end to end over the real OpenSearch: posts matched by the post job (``run_post``) join
+claims; re-posts and rewordings join one claim, other claims stay apart, another tenant never
+shares one; the API lists and shows them; a job retried after the post was written but before its
+claim was counted leaves the post in exactly one claim, counted once."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from plugin.service import handlers
+from plugin.service.keys import Scope
+
+pytestmark = pytest.mark.integration
+
+FIVE_G = "BREAKING: 5G masts are spreading the coronavirus!!"
+RETWEET = "RT @newsdesk: BREAKING: 5G masts are spreading the coronavirus!! https://t.co/x1"
+EDITED = "5G masts are spreading the coronavirus!! 😡"
+HONEY = "Did you know honey never goes bad if you keep it sealed?"
+
+
+@pytest.fixture
+def post(api_services, api_corpus):
+    """Run the post job for ``(tenant, text)``; the job's output."""
+    def run(tenant: str, text: str, post_id: str | None = None, lang: str = "en") -> dict:
+        body = {"id": post_id or f"cl-{uuid.uuid4().hex[:10]}", "text": text, "lang": lang, "k": 4}
+        job = {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": tenant, "input": {"post": body}}
+        out = handlers.run_post(api_services, job, lambda did: None)
+        api_services.store.refresh(api_services.settings.posts_index)
+        api_services.store.refresh(api_services.settings.claims_index)
+        return out
+
+    return run
+
+
+def reader(api_services, app, tenant: str):
+    _, key = api_services.keys.create("claims-reader", Scope.READ, tenant)
+    client = app.test_client()
+    return lambda url: client.get(url, headers={"Authorization": f"Bearer {key}"})
+
+
+def test_reposts_join_one_claim_and_other_claims_stay_apart(api_services, post, app):
+    tenant, other = f"cl-a-{uuid.uuid4().hex[:6]}", f"cl-b-{uuid.uuid4().hex[:6]}"
+    first = post(tenant, FIVE_G)
+    second = post(tenant, RETWEET)
+    third = post(tenant, EDITED)
+    honey = post(tenant, HONEY)
+    claim = first["claim"]["claim_id"]
+    assert first["claim"]["via"] is None  # the first post starts its claim
+    assert second["claim"]["claim_id"] == claim and third["claim"]["claim_id"] == claim
+    assert second["claim"]["signals"], second["claim"]
+    assert honey["claim"]["claim_id"] != claim
+    # another tenant's same post starts that tenant's own claim
+    theirs = post(other, FIVE_G)
+    assert theirs["claim"]["claim_id"] != claim
+
+    get = reader(api_services, app, tenant)
+    listed = get("/v1/claims?sort=posts")
+    assert listed.status_code == 200, listed.data
+    body = listed.get_json()
+    assert body["total"] == 2 and body["claims"][0]["id"] == claim
+    top = body["claims"][0]
+    assert top["post_count"] == 3 and top["langs"] == {"en": 3}
+    assert top["lead"]["post_id"] in {first["post_id"], second["post_id"], third["post_id"]}
+    assert top["fact_check"]["id"] == "api-2"
+    assert sum(d["posts"] for d in top["sparkline"]) == 3
+    assert get("/v1/claims?min_posts=2").get_json()["total"] == 1
+    assert get("/v1/claims?lang=es").get_json()["total"] == 0
+
+    page = get("/v1/claims?sort=posts&limit=1").get_json()
+    assert len(page["claims"]) == 1 and page["next"]
+    rest = get(f"/v1/claims?sort=posts&limit=1&cursor={page['next']}").get_json()
+    assert rest["claims"][0]["id"] == honey["claim"]["claim_id"]
+
+    shown = get(f"/v1/claims/{claim}?posts_limit=2")
+    assert shown.status_code == 200, shown.data
+    detail = shown.get_json()
+    assert detail["posts_total"] == 3 and len(detail["posts"]) == 2 and detail["posts_next"]
+    assert detail["posts"][0]["post_id"] == first["post_id"]
+    more = get(f"/v1/claims/{claim}?posts_limit=2&posts_cursor={detail['posts_next']}").get_json()
+    assert [p["post_id"] for p in more["posts"]] == [third["post_id"]]
+
+    # the post's job answer names its claim, as GET /v1/posts/<id> shows the job's result
+    assert first["claim"]["claim_id"] == claim
+
+
+def test_bad_claim_requests(api_services, post, app):
+    tenant, other = f"cl-c-{uuid.uuid4().hex[:6]}", f"cl-d-{uuid.uuid4().hex[:6]}"
+    mine = post(tenant, HONEY)["claim"]["claim_id"]
+    get = reader(api_services, app, other)
+    for url in (f"/v1/claims/{mine}", "/v1/claims/nope"):
+        resp = get(url)
+        assert resp.status_code == 404 and resp.content_type == "application/problem+json", url
+    for url in ("/v1/claims?sort=sideways", "/v1/claims?status=maybe", "/v1/claims?cursor=xyz",
+                "/v1/claims?limit=0", "/v1/claims?min_posts=-1", "/v1/claims?colour=red"):
+        resp = get(url)
+        assert resp.status_code in (400, 422) and resp.content_type == "application/problem+json", url
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_job_retried_between_the_posts_write_and_the_claims_update_counts_the_post_once(
+        api_services, post, monkeypatch):
+    tenant = f"cl-e-{uuid.uuid4().hex[:6]}"
+    first = post(tenant, FIVE_G)
+    claims = api_services.claims
+    real = type(claims).add_post
+
+    def dies(self, *a, **k):
+        raise Crash("the worker died here")
+
+    monkeypatch.setattr(type(claims), "add_post", dies)
+    with pytest.raises(Crash):
+        post(tenant, RETWEET, post_id="cl-retried")
+    monkeypatch.setattr(type(claims), "add_post", real)
+    # the post was written with its claim; the claim did not count it yet
+    assert claims.get(tenant, first["claim"]["claim_id"]).post_count == 1
+    again = post(tenant, RETWEET, post_id="cl-retried")
+    again2 = post(tenant, RETWEET, post_id="cl-retried")  # and a second delivery of the same job
+    assert again["claim"]["claim_id"] == again2["claim"]["claim_id"] == first["claim"]["claim_id"]
+    assert claims.get(tenant, first["claim"]["claim_id"]).post_count == 2
+    posts = claims.posts(tenant, first["claim"]["claim_id"])
+    assert sorted(p["post_id"] for p in posts["posts"]) == sorted([first["post_id"], "cl-retried"])
+
+
+def writer(api_services, app, tenant: str):
+    _, key = api_services.keys.create("claims-desk", Scope.WRITE, tenant)
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {key}"}
+    return (lambda url, body: client.post(url, json=body, headers=headers)), (lambda url: client.get(url, headers=headers))
+
+
+def test_split_is_a_cannot_link_and_merge_a_must_link_both_logged(api_services, post, app):
+    tenant, other = f"cl-f-{uuid.uuid4().hex[:6]}", f"cl-g-{uuid.uuid4().hex[:6]}"
+    first = post(tenant, FIVE_G)
+    second = post(tenant, RETWEET)
+    claim = first["claim"]["claim_id"]
+    assert second["claim"]["claim_id"] == claim
+    send, get = writer(api_services, app, tenant)
+
+    # "not the same claim": the re-post leaves, with a claim of its own
+    resp = send(f"/v1/claims/{claim}/split", {"post_id": second["post_id"], "note": "a different rumour"})
+    assert resp.status_code == 200, resp.data
+    split = resp.get_json()
+    assert split["claim"]["post_count"] == 1 and split["new_claim"]["post_count"] == 1
+    new = split["new_claim"]["id"]
+    assert split["event"]["action"] == "split" and split["event"]["actor"] == "claims-desk"
+    assert split["event"]["posts"] == [second["post_id"]] and split["event"]["claims"] == [new]
+    # a later re-post linked to the split post keeps out of the claim it was split from
+    third = post(tenant, RETWEET)
+    assert third["claim"]["claim_id"] == new, third["claim"]
+    # the split shows in the claim's history, and no review export sees it
+    shown = get(f"/v1/claims/{claim}").get_json()
+    assert [e["action"] for e in shown["events"]] == ["split"]
+    assert list(api_services.review.export(tenant)) == []  # no review decision yet, and no claim event
+
+    # the same split again: the post is no longer in the claim
+    again = send(f"/v1/claims/{claim}/split", {"post_id": second["post_id"]})
+    assert again.status_code == 409 and again.content_type == "application/problem+json"
+    # a claim's only post cannot be split out
+    assert send(f"/v1/claims/{claim}/split", {"post_id": first["post_id"]}).status_code == 409
+
+    # merge by hand: the two claims are one after all
+    honey = post(tenant, HONEY)["claim"]["claim_id"]
+    resp = send("/v1/claims/merge", {"claims": [claim, new], "into": claim})
+    assert resp.status_code == 200, resp.data
+    merged = resp.get_json()
+    assert merged["claim"]["id"] == claim and merged["merged"] == [new]
+    assert merged["claim"]["post_count"] == 3 and merged["event"]["action"] == "merge"
+    gone = get(f"/v1/claims/{new}").get_json()
+    assert gone["status"] == "merged" and gone["merged_into"] == claim
+    detail = get(f"/v1/claims/{claim}").get_json()
+    assert detail["posts_total"] == 3 and detail["merged"] == [new]
+    # a later post linked to a post of the merged claim joins the claim it went into
+    fourth = post(tenant, RETWEET)
+    assert fourth["claim"]["claim_id"] == claim
+    assert get(f"/v1/claims/{claim}").get_json()["post_count"] == 4
+    # merging again a merged claim, an unknown or another tenant's claim
+    assert send("/v1/claims/merge", {"claims": [new, honey]}).status_code == 409
+    theirs = post(other, HONEY)["claim"]["claim_id"]
+    for claims in ([honey, theirs], [honey, "nope"]):
+        resp = send("/v1/claims/merge", {"claims": claims})
+        assert resp.status_code == 404, claims
+    assert get(f"/v1/claims/{honey}").get_json()["status"] == "open"  # nothing merged
+    for bad in ({"claims": [honey]}, {"claims": "x"}, {"claims": [honey, honey]}, {}):
+        resp = send("/v1/claims/merge", bad)
+        assert resp.status_code in (400, 422) and resp.content_type == "application/problem+json", bad
