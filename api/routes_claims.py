@@ -85,6 +85,23 @@ def split_claim(claim_id: str, body: s.SplitIn) -> Response:
                                             "event": done["event"].to_dict()}))
 
 
+@route("POST", "/v1/claims/<path:claim_id>/decision", summary="Decide a claim once for all its posts",
+       tag="claims", scope=Scope.WRITE, body=s.ClaimDecisionIn, response=s.ClaimDecisionOut, errors=(404, 409, 413),
+       description="The decision goes to every post of the claim with a pending review item (a confirm "
+                   "becomes `manual` where the fact-check was not among a post's candidates), each with its "
+                   "webhook (`match.confirmed`, `match.rejected`) as a desk decision has; posts already "
+                   "decided keep their decision (`skipped`). The claim is then answered (or not a claim), "
+                   "and later posts that join it get its fact-check first (`reason: confirmed-for-claim`). "
+                   "A claim of over 2000 posts is a 413.")
+def decide_claim(claim_id: str, body: s.ClaimDecisionIn) -> Response:
+    from plugin.service.claiming import decide_claim as decide
+
+    sv = services()
+    done = decide(sv.claims, sv.review, sv.posts, g.api_key.tenant, g.api_key.name, claim_id, body.action,
+                  body.factcheck_id, body.note, origin="api", bulk=sv.settings.review_bulk_max)
+    return reply(s.ClaimDecisionOut.model_validate(done))
+
+
 @route("POST", "/v1/claims/merge", summary="Merge claims that are one claim", tag="claims", scope=Scope.WRITE,
        body=s.MergeIn, response=s.MergeOut, errors=(404, 409),
        description="The claims become one (`into`, or the one with the most posts): it counts their posts, "

@@ -180,11 +180,13 @@ FactCheckFields = create_model("FactCheckFields", __base__=Response,
 
 
 class MemoryOut(Response):
-    """The earlier post whose desk decision put a match first (``plugin.learn.memory``)."""
+    """What put a match first: the earlier post whose desk decision did (``plugin.learn.memory``),
+    or the claim the desk answered (``plugin.claims.answer``)."""
 
-    post_id: str
-    similarity: float = Field(description="cosine similarity of the two posts (1 for the same post)")
-    decision_id: str
+    post_id: str | None = None
+    similarity: float | None = Field(default=None, description="cosine similarity of the two posts (1 for the same post)")
+    decision_id: str | None = None
+    claim_id: str | None = Field(default=None, description="`confirmed-for-claim`: the post's claim")
 
 
 class MatchSignal(Response):
@@ -231,7 +233,8 @@ class MatchItem(FactCheckFields):
         "confidence model; null when it has none, or when OpenSearch fused the sub-queries)"))
     explain: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = Field(default=None, description=(
-        "why the match is where it is, when not only retrieval put it there: `confirmed-by-desk`"))
+        "why the match is where it is, when not only retrieval put it there: `confirmed-by-desk`, "
+        "`confirmed-for-claim`"))
     memory: MemoryOut | None = None
     signals: list[MatchSignal] = Field(default_factory=list, description=(
         "what found this match, strongest first: `same-image` (the post's image within `distance` "

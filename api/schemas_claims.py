@@ -1,11 +1,11 @@
 """The claims API's response models (``api.routes_claims``)."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from api.schemas import Request, Response
+from api.schemas import Decision, Request, Response
 
 
 class ClaimLead(Response):
@@ -107,3 +107,23 @@ class MergeOut(Response):
     claim: ClaimOut
     merged: list[str]
     event: ClaimEventOut
+
+
+class ClaimDecisionIn(Request):
+    action: Literal["confirm", "manual", "reject", "none", "not_a_claim"] = Field(
+        description="confirm or manual: this fact-check answers the claim (default: its best); reject: "
+                    "its fact-check (or the one named) is wrong; none: no candidate is right; not_a_claim")
+    factcheck_id: str | None = Field(default=None, min_length=1, max_length=512)
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class Skipped(Response):
+    post_id: str
+    reason: str
+
+
+class ClaimDecisionOut(Response):
+    claim: ClaimOut
+    decisions: list[Decision] = Field(description="the decision recorded for each post with a pending item")
+    skipped: list[Skipped] = Field(description="posts left as they were, and why (already decided, no item)")
+    not_recorded: list[dict[str, Any]] = Field(description="posts another request decided meanwhile")

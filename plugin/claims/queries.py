@@ -47,6 +47,12 @@ def earlier_body(tenant: str, vector: Sequence[float], k: int, *, answer: str | 
                                             "filter": {"bool": {"filter": clauses}}}}}}
 
 
+def answered_body(tenant: str) -> dict[str, Any]:
+    """Whether the tenant has a claim the desk answered (a count that stops at the first)."""
+    return {"size": 0, "terminate_after": 1, "track_total_hits": True,
+            "query": {"bool": {"filter": [tenant_filter(tenant), {"term": {"fact_check.confirmed": True}}]}}}
+
+
 def list_body(tenant: str, *, status: str | None, lang: str | None, since: str | None,
               min_posts: int | None, sort: str, after: list[Any] | None, limit: int) -> dict[str, Any]:
     """One page of the tenant's claims (``after``: the previous page's last sort tuple)."""

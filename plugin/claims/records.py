@@ -20,13 +20,16 @@ SPARKLINE_DAYS = 14
 
 
 class Status:
-    """A claim's status: ``open`` until a fact-check is confirmed for it (``answered``);
+    """A claim's status: ``open`` until a fact-check is confirmed for it (``answered``) or the desk
+    says it is ``not_a_claim``;
     ``merged`` once the desk merged it into another (``merged_into``), which then counts its posts."""
 
     OPEN = "open"
     ANSWERED = "answered"
+    #: the desk said its posts make no checkable claim
+    NOT_A_CLAIM = "not_a_claim"
     MERGED = "merged"
-    ALL = (OPEN, ANSWERED, MERGED)
+    ALL = (OPEN, ANSWERED, NOT_A_CLAIM, MERGED)
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,21 @@ def merge_claims(into: Claim, other: Claim, now: str) -> Claim:
                    first_seen=min(into.first_seen, other.first_seen), last_seen=max(into.last_seen, other.last_seen),
                    fact_check=fc, status=status, absorbed=tuple(dict.fromkeys((*into.absorbed, other.id, *other.absorbed))),
                    recent_posts=(*into.recent_posts, *other.recent_posts)[-RECENT_POSTS:], updated_at=now)
+
+
+def decided(claim: Claim, action: str, factcheck_id: str | None, factcheck_claim: str | None, now: str) -> Claim:
+    """``claim`` once the desk decided it: ``confirm``/``manual`` answer it with that fact-check
+    (confirmed); ``not_a_claim`` marks it so; ``reject`` of its fact-check, or ``none``, takes its
+    fact-check away (it is open again)."""
+    if action in ("confirm", "manual") and factcheck_id:
+        return replace(claim, status=Status.ANSWERED, updated_at=now,
+                       fact_check=FactCheckRef(factcheck_id, factcheck_claim, 1.0, confirmed=True))
+    if action == "not_a_claim":
+        return replace(claim, status=Status.NOT_A_CLAIM, updated_at=now)
+    if action == "none" or (action == "reject" and claim.fact_check is not None
+                            and factcheck_id in (None, claim.fact_check.id)):
+        return replace(claim, status=Status.OPEN, fact_check=None, updated_at=now)
+    return claim
 
 
 def claim_posts_of(hits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 from plugin.claims import queries as q
 from plugin.claims.cluster import Earlier, PostSignals
 from plugin.claims.records import (Claim, ClaimEvent, ClaimPost, EventAction, Lead, Status, add_post, claim_posts_of,
-                                   merge_claims, new_claim, remove_post)
+                                   decided, merge_claims, new_claim, remove_post)
 from plugin.errors import BackendUnavailable, BadInput, Conflict, ContentTooLarge, NotFound
 from plugin.models import post_doc_id
 from plugin.index.bodies import cosine_of
@@ -65,6 +65,8 @@ class ClaimStore:
         self.posts_alias = settings.posts_index
         self.clock = clock
         self._ready = False
+        #: tenants known to have an answered claim
+        self._answered: set[str] = set()
 
     def ensure(self) -> None:
         """The claims alias present with the current mapping, once per process."""
@@ -245,12 +247,41 @@ class ClaimStore:
         self._event(event)
         return {"claim": target, "merged": [c.id for c in others], "event": event}
 
+    def decide(self, tenant: str, claim_id: str, action: str, factcheck_id: str | None,
+               factcheck_claim: str | None) -> Claim:
+        """Record the desk's decision on the claim itself (``records.decided``)."""
+        return self._update(tenant, claim_id, lambda c: decided(c, action, factcheck_id, factcheck_claim, self.clock()))
+
+    def post_ids(self, tenant: str, claim: Claim, limit: int) -> list[str]:
+        """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first."""
+        resp = self.store.search(self.posts_alias, q.claim_posts_body(tenant, claim.ids, after=None, limit=limit))
+        return [h["_source"]["post_id"] for h in resp["hits"]["hits"]]
+
     def events(self, tenant: str, claim_id: str) -> list[ClaimEvent]:
         """The claim's split and merge events, oldest first."""
         hits = self.store.search(self.settings.decisions_index, q.events_body(tenant, claim_id))["hits"]["hits"]
         return [ClaimEvent.from_source(h["_source"]) for h in hits]
 
     # -- reads ------------------------------------------------------------------------------------
+    def has_answered(self, tenant: str) -> bool:
+        """Whether any of the tenant's claims was ever answered by the desk (a yes is kept for the
+        process's life; a no is asked again on the next post, so a first answer counts at once)."""
+        if tenant in self._answered:
+            return True
+        self.ensure()
+        resp = self.store.search(self.alias, q.answered_body(tenant))
+        if resp["hits"]["total"]["value"] > 0:
+            self._answered.add(tenant)
+            return True
+        return False
+
+    def find(self, tenant: str, claim_id: str) -> Claim | None:
+        """The tenant's claim, or ``None``."""
+        try:
+            return self.get(tenant, claim_id)
+        except NotFound:
+            return None
+
     def get(self, tenant: str, claim_id: str) -> Claim:
         """The tenant's claim; another tenant's is "not found", as an unknown one is."""
         self.ensure()

@@ -6,7 +6,7 @@ with the tenant and the post, and each step in turn may reorder, drop or add can
 change their confidence. The
 steps run in the order given (``Services.learning`` builds them): memory first (it drops pairs
 the desk rejected and puts pairs it confirmed first), then recalibration (the tenant's own
-confidence). A step must be pure over what it reads and leave the result's shape alone.
+confidence), then the claim's answer (a fact-check the desk confirmed for the post's claim first). A step must be pure over what it reads and leave the result's shape alone.
 """
 from __future__ import annotations
 

@@ -139,6 +139,10 @@ class ReviewDesk:
             raise NotFound(f"no review item for post {post_id[:200]!r}")
         return replace(ReviewItem.from_hit(hit), decisions=tuple(self.decisions_for(tenant, post_id)))
 
+    def items_of(self, tenant: str, post_ids: list[str]) -> dict[str, ReviewItem]:
+        """The tenant's items of ``post_ids`` that exist (without their decisions), one read."""
+        return {p: ReviewItem.from_hit(h) for p, h in self._hits(tenant, post_ids).items()}
+
     def thumbnail(self, tenant: str, post_id: str) -> bytes:
         """The desk's thumbnail of an item's image (JPEG bytes FactSieve encoded); ``NotFound``
         for another tenant's item, an unknown one, or one without an image."""

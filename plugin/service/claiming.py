@@ -1,4 +1,5 @@
-"""A matched post joins its claim: the post job's step between the match and the stored post.
+"""A matched post joins its claim (the post job's step between the match and the stored post),
+and the desk decides a claim once for all its posts.
 
 The join reads the earlier posts (``ClaimStore.earlier``), ``plugin.claims.cluster.choose``
 decides, the post is written with its claim (``PostMemory.remember``) and then counted in it
@@ -14,10 +15,13 @@ from typing import Any
 from plugin.claims.cluster import Joined, JoinRule, PostSignals, choose, served_rule
 from plugin.claims.records import Claim, ClaimPost
 from plugin.claims.store import ClaimStore, new_claim_id, now_iso
+from plugin.errors import Conflict, ContentTooLarge, InvalidRequest, NotFound
 from plugin.image.model import ImageAnalysis
 from plugin.learn.memory_store import PostMemory
 from plugin.models import post_doc_id
 from plugin.search.duplicates import post_words
+from plugin.review.desk import ReviewDesk
+from plugin.review.records import ReviewItem, ReviewStatus
 from plugin.search.result import Match
 
 
@@ -67,3 +71,77 @@ def count(claims: ClaimStore, tenant: str, post: Mapping[str, Any], lang: str | 
         str(post["id"]), post.get("text") or "", lang, at or now_iso(),
         top.id if top else None, top.claim if top else None,
         top.confidence if top else None))
+
+
+#: the most posts one claim decision applies to at once (a bigger claim: 413, decide it in parts
+#: through ``POST /v1/review/decisions``)
+CLAIM_DECISION_MAX_POSTS = 2000
+#: the actions a claim takes, and what each post's item gets
+CLAIM_ACTIONS = ("confirm", "manual", "reject", "none", "not_a_claim")
+
+
+def post_decision(item: ReviewItem, action: str, factcheck_id: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The decision a post's pending item gets from its claim's (``None`` and why not)."""
+    if item.status is not ReviewStatus.PENDING:
+        return None, f"already {item.status.value}"
+    shown = {c.factcheck_id for c in item.candidates}
+    if action in ("confirm", "manual"):
+        return {"post_id": item.post_id, "factcheck_id": factcheck_id,
+                "action": "confirm" if factcheck_id in shown else "manual"}, None
+    if action == "reject":
+        if factcheck_id is not None and factcheck_id not in shown:
+            return None, "the fact-check is not among its candidates"
+        return {"post_id": item.post_id, "action": "reject", "factcheck_id": factcheck_id}, None
+    return {"post_id": item.post_id, "action": action}, None
+
+
+def decide_claim(claims: ClaimStore, review: ReviewDesk, posts: PostMemory, tenant: str, actor: str,
+                 claim_id: str, action: str, factcheck_id: str | None = None, note: str | None = None,
+                 origin: str = "api", bulk: int = 200) -> dict[str, Any]:
+    """One decision for the claim, applied to every post of it with a pending review item
+    (``confirm`` becomes ``manual`` where the fact-check was not among a post's candidates; each
+    post's decision sends its ``match.confirmed``/``match.rejected`` as the desk's do), then to the
+    claim, which later posts inherit (``plugin.claims.answer``). Posts already decided keep their
+    decision; what was skipped and why is in the answer. A retry decides what is left."""
+    if action not in CLAIM_ACTIONS:
+        raise InvalidRequest(f"action: {str(action)[:80]!r} is not one of {', '.join(CLAIM_ACTIONS)}", errors=[
+            {"field": "action", "message": f"not one of {', '.join(CLAIM_ACTIONS)}", "type": "enum"}])
+    claim = claims.get(tenant, claim_id)
+    if claim.merged_into:
+        raise Conflict(f"claim {claim_id!r} was merged into {claim.merged_into!r}: decide that one")
+    if action in ("confirm", "manual") and not factcheck_id:
+        if claim.fact_check is None:
+            raise InvalidRequest("factcheck_id: required: the claim has no fact-check to confirm", errors=[
+                {"field": "factcheck_id", "message": "required", "type": "missing"}])
+        factcheck_id = claim.fact_check.id
+    text = None
+    if factcheck_id:
+        found = posts.factchecks([factcheck_id]).get(factcheck_id)
+        if found is None and action in ("confirm", "manual"):
+            raise NotFound(f"no fact-check with id {factcheck_id[:200]!r}")
+        text = (found or {}).get("claim")
+    ids = claims.post_ids(tenant, claim, CLAIM_DECISION_MAX_POSTS + 1)
+    if len(ids) > CLAIM_DECISION_MAX_POSTS:
+        raise ContentTooLarge(f"claim {claim_id!r} has over {CLAIM_DECISION_MAX_POSTS} posts: decide them "
+                              f"in parts with POST /v1/review/decisions")
+    items = review.items_of(tenant, ids)
+    wanted, skipped = [], []
+    for pid in ids:
+        item = items.get(pid)
+        one, why = post_decision(item, action, factcheck_id) if item is not None else (None, "no review item")
+        if one is None:
+            skipped.append({"post_id": pid, "reason": why})
+        else:
+            wanted.append({**one, **({"note": note} if note else {})})
+    recorded, lost = [], []
+    for i in range(0, len(wanted), bulk):
+        try:
+            done = review.decide_batch(tenant, actor, wanted[i:i + bulk], origin=origin)
+        except Conflict as exc:  # every item of the batch was decided by someone else meanwhile
+            lost.extend({"post_id": d["post_id"], "reason": exc.detail} for d in wanted[i:i + bulk])
+            continue
+        recorded.extend(d.to_dict() for d in done.recorded)
+        lost.extend(n.to_dict() for n in done.not_recorded)
+    updated = claims.decide(tenant, claim_id, action, factcheck_id, text)
+    return {"claim": updated.to_dict(), "decisions": recorded, "skipped": skipped, "not_recorded": lost}
+

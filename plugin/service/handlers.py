@@ -124,12 +124,12 @@ def run_post(services: Services, job: dict[str, Any],
     # what the desk, the memory and webhooks see of a post with an image: its caption and the
     # text read from the image as its text (the image itself is in the result)
     post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
-    result = found.to_dict()
     # the claim it joins, then the post with its claim (what later posts are compared with),
-    # then the claim's counts: a retry after the post's write keeps its claim and counts it once
+    # then the claim's counts: a retry after the post's write keeps its claim and counts it once;
     joined = claiming.join(services.claims, services.posts, tenant, post, found, image)
     services.posts.remember(tenant, post, found.lang, joined.fields)
     claiming.count(services.claims, tenant, post, found.lang, found, joined)
+    result = found.to_dict()
     best = best_score(found)
     # the review item first: a post whose item could not be written is retried, not delivered
     services.review.record_item(tenant, post["id"], post["text"], found.lang, post.get("date"),

@@ -189,15 +189,17 @@ class Services:
     def learning(self) -> Learning:
         """What the tenant's desk taught, applied to matches (``plugin.learn.steps``): memory
         first (``plugin.learn.memory``), then the tenant's recalibrated confidence
-        (``plugin.learn.calibration_step``), which leaves the desk's own confirmations alone."""
+        (``plugin.learn.calibration_step``), which leaves the desk's own confirmations alone,
+        then the answer the desk gave the post's claim (``plugin.learn.claim_step``)."""
         from plugin.learn.calibration_step import Recalibration
+        from plugin.learn.claim_step import ClaimAnswer
         from plugin.learn.memory import Memory
         from plugin.learn.steps import Learning
 
         return self._get("learning", lambda: Learning(steps=(
             Memory(self.posts, min_similarity=self.settings.memory_min_similarity,
                    neighbours=self.settings.memory_neighbours),
-            Recalibration(self.recalibrations))))
+            Recalibration(self.recalibrations), ClaimAnswer(self.claims, self.posts))))
 
     @property
     def recalibrations(self) -> Recalibrations:

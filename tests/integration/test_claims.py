@@ -187,3 +187,36 @@ def test_split_is_a_cannot_link_and_merge_a_must_link_both_logged(api_services, 
     for bad in ({"claims": [honey]}, {"claims": "x"}, {"claims": [honey, honey]}, {}):
         resp = send("/v1/claims/merge", bad)
         assert resp.status_code in (400, 422) and resp.content_type == "application/problem+json", bad
+
+
+def test_one_decision_on_a_claim_decides_its_posts_and_later_posts_inherit_it(api_services, post, app):
+    tenant = f"cl-h-{uuid.uuid4().hex[:6]}"
+    first = post(tenant, FIVE_G)
+    second = post(tenant, RETWEET)
+    third = post(tenant, EDITED)
+    claim = first["claim"]["claim_id"]
+    assert {second["claim"]["claim_id"], third["claim"]["claim_id"]} == {claim}
+    # one post was decided on its own first: it keeps that decision
+    api_services.review.decide(tenant, "ana", [{"post_id": third["post_id"], "action": "none"}])
+    send, get = writer(api_services, app, tenant)
+
+    resp = send(f"/v1/claims/{claim}/decision", {"action": "confirm", "factcheck_id": "api-2"})
+    assert resp.status_code == 200, resp.data
+    done = resp.get_json()
+    assert done["claim"]["status"] == "answered" and done["claim"]["fact_check"]["id"] == "api-2"
+    assert done["claim"]["fact_check"]["confirmed"] is True
+    assert sorted(d["post_id"] for d in done["decisions"]) == sorted([first["post_id"], second["post_id"]])
+    assert all(d["action"] in ("confirm", "manual") and d["actor"] == "claims-desk" for d in done["decisions"])
+    assert done["skipped"] == [{"post_id": third["post_id"], "reason": "already no_match"}]
+    assert api_services.review.item(tenant, first["post_id"]).status.value == "confirmed"
+
+    # a later post of the claim: the claim's fact-check first (memory may have said so first)
+    later = post(tenant, "RT @x: 5G masts are spreading the coronavirus!! please share")
+    assert later["claim"]["claim_id"] == claim
+    best = later["match"]["matches"][0]
+    assert best["id"] == "api-2" and best["reason"] in ("confirmed-for-claim", "confirmed-by-desk")
+
+    # bad claim decisions
+    assert send(f"/v1/claims/{claim}/decision", {"action": "undo"}).status_code == 422
+    assert send(f"/v1/claims/{claim}/decision", {"action": "manual", "factcheck_id": "nope"}).status_code == 404
+    assert send("/v1/claims/nope/decision", {"action": "none"}).status_code == 404

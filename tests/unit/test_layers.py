@@ -52,6 +52,7 @@ STAGE_USES: dict[str, dict[str, str]] = {
         "plugin.review": "learning reads the desk's decisions",
         "plugin.build": "the reranker update builds the model it trained",
         "plugin.ingest": "the trainer indexes its fixed evaluation dataset as fact-checks are indexed",
+        "plugin.claims": "a post whose claim the desk answered gets that answer (the claim step)",
     },
     "plugin.claims": {
         "plugin.search": "a post joins a claim by the matcher's same-claim test",

@@ -35,7 +35,7 @@ def test_every_route_is_documented(app, spec):
               for m in r.methods - {"HEAD", "OPTIONS"}}
     documented = {(p, m.upper()) for p, ops in spec["paths"].items() for m in ops}
     assert routed == documented
-    assert len(documented) == 26
+    assert len(documented) == 27
 
 
 def test_every_reference_resolves(spec):
