@@ -21,6 +21,9 @@ class Event(str, Enum):
     MATCH_REJECTED = "match.rejected"
     #: a reviewer took a decision back (``undo``): the data names the decision undone
     MATCH_UNDONE = "match.undone"
+    #: a claim gained the tenant's ``trending_posts`` posts within ``trending_window_hours``
+    #: (``plugin.claims.trending``); once per claim and window
+    CLAIM_TRENDING = "claim.trending"
 
 
 def wants(subscription: dict[str, Any], event: Event, lang: str | None,

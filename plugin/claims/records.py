@@ -92,6 +92,8 @@ class Claim:
     removed_posts: tuple[str, ...] = ()
     #: the claims merged into it, transitively: their posts keep their ``claim_id`` and count here
     absorbed: tuple[str, ...] = ()
+    #: when its last ``claim.trending`` alert went (``plugin.claims.trending``)
+    trending_at: str | None = None
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -109,7 +111,7 @@ class Claim:
                    check_worthiness=src.get("check_worthiness"),
                    recent_posts=tuple(src.get("recent_posts") or ()), updated_at=src.get("updated_at"),
                    merged_into=src.get("merged_into"), removed_posts=tuple(src.get("removed_posts") or ()),
-                   absorbed=tuple(src.get("absorbed") or ()))
+                   absorbed=tuple(src.get("absorbed") or ()), trending_at=src.get("trending_at"))
 
     def to_source(self) -> dict[str, Any]:
         """The stored document."""
@@ -120,7 +122,8 @@ class Claim:
                 "fact_check": vars(self.fact_check).copy() if self.fact_check else None,
                 "check_worthiness": self.check_worthiness, "recent_posts": list(self.recent_posts),
                 "updated_at": self.updated_at, "merged_into": self.merged_into,
-                "removed_posts": list(self.removed_posts), "absorbed": list(self.absorbed)}
+                "removed_posts": list(self.removed_posts), "absorbed": list(self.absorbed),
+                "trending_at": self.trending_at}
 
     def to_dict(self, today: date | None = None) -> dict[str, Any]:
         """What the API shows: no ``recent_posts``; ``sparkline`` is the posts per day over the
@@ -133,7 +136,7 @@ class Claim:
                 "first_seen": self.first_seen, "last_seen": self.last_seen, "sparkline": spark,
                 "fact_check": vars(self.fact_check).copy() if self.fact_check else None,
                 "check_worthiness": self.check_worthiness, "merged_into": self.merged_into,
-                "merged": list(self.absorbed)}
+                "merged": list(self.absorbed), "trending_at": self.trending_at}
 
 
 def new_claim(claim_id: str, tenant: str, post: ClaimPost, now: str) -> Claim:

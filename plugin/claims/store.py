@@ -16,6 +16,7 @@ from typing import Any
 
 from plugin.claims import queries as q
 from plugin.claims.cluster import Earlier, PostSignals
+from plugin.claims.trending import due
 from plugin.claims.records import (Claim, ClaimEvent, ClaimPost, EventAction, Lead, Status, add_post, claim_posts_of,
                                    decided, merge_claims, new_claim, remove_post)
 from plugin.errors import BackendUnavailable, BadInput, Conflict, ContentTooLarge, NotFound
@@ -28,7 +29,7 @@ from plugin.settings import Settings
 
 #: the claim fields a read for an update takes
 CLAIM_FIELDS = ["tenant", "claim_id", "status", "lead", "post_count", "langs", "days", "first_seen", "last_seen",
-                "fact_check", "check_worthiness", "recent_posts", "updated_at", "merged_into", "removed_posts", "absorbed"]
+                "fact_check", "check_worthiness", "recent_posts", "updated_at", "merged_into", "removed_posts", "absorbed", "trending_at"]
 #: how many merges the join follows from a post's claim to the claim that holds it now
 MERGE_HOPS = 10
 #: the most claims one merge names
@@ -256,6 +257,31 @@ class ClaimStore:
         """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first."""
         resp = self.store.search(self.posts_alias, q.claim_posts_body(tenant, claim.ids, after=None, limit=limit))
         return [h["_source"]["post_id"] for h in resp["hits"]["hits"]]
+
+    def posts_since(self, tenant: str, claim: Claim, since: str, post_id: str) -> int:
+        """How many of the claim's posts arrived at or after ``since``: ``post_id`` (the post
+        just written, which a search may not see yet) and the others the posts index shows."""
+        body = q.posts_since_body(tenant, claim.ids, since, post_id)
+        return 1 + self.store.search(self.posts_alias, body)["hits"]["total"]["value"]
+
+    def mark_trending(self, tenant: str, claim_id: str, posts_in_window: int, posts: int, window_hours: float
+                      ) -> Claim | None:
+        """Record that the claim's ``claim.trending`` alert goes now, when one is due
+        (``trending.due``, checked again over the version written: two workers send one);
+        the claim when this call marked it, ``None`` otherwise."""
+        marked: list[Claim] = []
+
+        def change(c: Claim) -> Claim:
+            marked.clear()  # a write lost to another worker is read and decided again
+            now = self.clock()
+            if not due(c, posts_in_window, posts, window_hours, now):
+                return c
+            out = replace(c, trending_at=now, updated_at=now)
+            marked[:] = [out]
+            return out
+
+        self._update(tenant, claim_id, change)
+        return marked[0] if marked else None
 
     def events(self, tenant: str, claim_id: str) -> list[ClaimEvent]:
         """The claim's split and merge events, oldest first."""

@@ -31,6 +31,10 @@ class TenantRules:
     #: matches above the tenant's auto-confirm tier are confirmed without a person
     #: (``plugin.learn``; decisions with origin ``auto``, shown in the desk's history)
     auto_confirm: bool = False
+    #: send ``claim.trending`` when a claim gains this many posts within ``trending_window_hours``
+    #: (``None``: no spread alerts; ``plugin.claims.trending``)
+    trending_posts: int | None = None
+    trending_window_hours: float = 24.0
 
     def queues(self, lang: str | None, best_confidence: float | None, has_candidates: bool) -> bool:
         """Whether a matched post with this language, best confidence and candidates (or
@@ -60,6 +64,13 @@ def _tenant_rules(base: TenantRules, raw: Any, where: str) -> TenantRules:
             if not isinstance(value, list) or not all(isinstance(v, str) and 2 <= len(v) <= 8 for v in value):
                 raise BadInput(f"{where}.langs: must be a list of language codes such as [\"en\", \"es\"]")
             value = tuple(v.lower() for v in value)
+        elif name == "trending_posts":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10**6):
+                raise BadInput(f"{where}.trending_posts: must be a whole number from 2 to 1000000, or null")
+        elif name == "trending_window_hours":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= value <= 24 * 90:
+                raise BadInput(f"{where}.trending_window_hours: must be a number of hours from 0.1 to 2160")
+            value = float(value)
         elif name == "min_confidence":
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0.0 <= value <= 1.0):

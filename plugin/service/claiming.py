@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugin.claims.cluster import Joined, JoinRule, PostSignals, choose, served_rule
+from plugin.claims.trending import due, window_start
 from plugin.claims.records import Claim, ClaimPost
 from plugin.claims.store import ClaimStore, new_claim_id, now_iso
 from plugin.errors import Conflict, ContentTooLarge, InvalidRequest, NotFound
@@ -21,6 +22,7 @@ from plugin.learn.memory_store import PostMemory
 from plugin.models import post_doc_id
 from plugin.search.duplicates import post_words
 from plugin.review.desk import ReviewDesk
+from plugin.review.rules import TenantRules
 from plugin.review.records import ReviewItem, ReviewStatus
 from plugin.search.result import Match
 
@@ -71,6 +73,22 @@ def count(claims: ClaimStore, tenant: str, post: Mapping[str, Any], lang: str | 
         str(post["id"]), post.get("text") or "", lang, at or now_iso(),
         top.id if top else None, top.claim if top else None,
         top.confidence if top else None))
+
+
+def trend(claims: ClaimStore, rules: TenantRules, tenant: str, claim: Claim, post_id: str) -> tuple[Claim, int] | None:
+    """The claim and its posts in the window when its ``claim.trending`` alert is due now (marked
+    sent: once per claim and window, ``plugin.claims.trending``); ``None`` otherwise, and for a
+    tenant without a ``trending_posts`` rule (no read)."""
+    if rules.trending_posts is None or claim.post_count < rules.trending_posts:
+        return None
+    since = window_start(claims.clock(), rules.trending_window_hours)
+    if claim.trending_at is not None and claim.trending_at >= since:
+        return None  # alerted within the window: no read
+    n = claims.posts_since(tenant, claim, since, post_id)
+    if not due(claim, n, rules.trending_posts, rules.trending_window_hours, claims.clock()):
+        return None
+    marked = claims.mark_trending(tenant, claim.id, n, rules.trending_posts, rules.trending_window_hours)
+    return (marked, n) if marked is not None else None
 
 
 #: the most posts one claim decision applies to at once (a bigger claim: 413, decide it in parts

@@ -18,6 +18,7 @@ from plugin.search.image_query import post_text
 from plugin.search.request import MatchRequest
 from plugin.search.result import Match
 from plugin.owners import Writer
+from plugin.claims.trending import payload as trending_payload
 from plugin.service import claiming
 from plugin.service.matching import Occasion, match_post
 from plugin.service.services import Services
@@ -128,7 +129,8 @@ def run_post(services: Services, job: dict[str, Any],
     # then the claim's counts: a retry after the post's write keeps its claim and counts it once;
     joined = claiming.join(services.claims, services.posts, tenant, post, found, image)
     services.posts.remember(tenant, post, found.lang, joined.fields)
-    claiming.count(services.claims, tenant, post, found.lang, found, joined)
+    claim = claiming.count(services.claims, tenant, post, found.lang, found, joined)
+    trending = claiming.trend(services.claims, services.review_rules.for_tenant(tenant), tenant, claim, post["id"])
     result = found.to_dict()
     best = best_score(found)
     # the review item first: a post whose item could not be written is retried, not delivered
@@ -144,5 +146,15 @@ def run_post(services: Services, job: dict[str, Any],
                                          dedupe_key=post["id"])
             enqueue_delivery(did)
             deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
+    if trending is not None:  # the spread alert, once per claim and window
+        hot, n = trending
+        rules = services.review_rules.for_tenant(tenant)
+        for sub in services.webhooks.all(tenant):
+            if any(wants(sub, Event.CLAIM_TRENDING, lang, None) for lang in hot.langs or [None]):
+                did = services.webhooks.plan(sub, Event.CLAIM_TRENDING,
+                                             trending_payload(hot, n, rules.trending_window_hours),
+                                             dedupe_key=f"{hot.id}:{hot.trending_at}")
+                enqueue_delivery(did)
+                deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
     return {"post_id": post["id"], "lang": result["lang"], "best_score": best, "match": result,
             "claim": joined.to_dict(), "deliveries": deliveries}

@@ -220,3 +220,41 @@ def test_one_decision_on_a_claim_decides_its_posts_and_later_posts_inherit_it(ap
     assert send(f"/v1/claims/{claim}/decision", {"action": "undo"}).status_code == 422
     assert send(f"/v1/claims/{claim}/decision", {"action": "manual", "factcheck_id": "nope"}).status_code == 404
     assert send("/v1/claims/nope/decision", {"action": "none"}).status_code == 404
+
+
+def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_services, api_corpus, receiver, tmp_path):
+    import json
+
+    from plugin.events import Event
+    from plugin.service.services import Services
+
+    tenant, quiet = f"cl-t-{uuid.uuid4().hex[:6]}", f"cl-q-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"tenants": {tenant: {"trending_posts": 3, "trending_window_hours": 1}}}))
+    svc = Services(api_services.settings.model_copy(update={"review_rules_path": str(path)}),
+                   store=api_services.store, embedder=api_services.embedder)
+    subs = {t: svc.webhooks.create(receiver.url(f"/trend-{t}"), [Event.CLAIM_TRENDING], owner=t) for t in (tenant, quiet)}
+
+    def run(t: str, text: str) -> dict:
+        body = {"id": f"tr-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en"}
+        out = handlers.run_post(svc, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": t, "input": {"post": body}},
+                                lambda did: None)
+        svc.store.refresh(svc.settings.posts_index)
+        return out
+
+    texts = (FIVE_G, RETWEET, EDITED, "RT @y: " + FIVE_G, HONEY)
+    outs = [run(tenant, t) for t in texts]
+    sent = [d for o in outs for d in o["deliveries"]]
+    # the third post of the claim makes it trend; the fourth, in the same window, sends nothing
+    assert [len(o["deliveries"]) for o in outs] == [0, 0, 1, 0, 0], outs
+    (alert,) = sent
+    assert alert["subscription_id"] == subs[tenant]["id"]
+    body = json.loads(svc.webhooks.delivery(alert["delivery_id"])["body"])
+    assert body["event"] == "claim.trending"
+    data = body["data"]
+    assert data["claim"]["id"] == outs[0]["claim"]["claim_id"] and data["claim"]["post_count"] == 3
+    assert data["posts_in_window"] == 3 and data["window_hours"] == 1.0
+    assert data["best_match"]["id"] == "api-2"
+    assert svc.claims.get(tenant, data["claim"]["id"]).trending_at is not None
+    # a tenant without the rule gets no alert, whatever the spread
+    assert all(not o["deliveries"] for o in (run(quiet, t) for t in texts[:4]))
