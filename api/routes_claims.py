@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Response, g, request
 
-from plugin.claims.queries import MAX_LIMIT, SORTS
+from plugin.claims.queries import MAX_LIMIT, PRIORITY, SORTS
 from plugin.claims.records import Status
 from plugin.errors import InvalidRequest
 from plugin.params import parse_int
@@ -22,8 +22,10 @@ _LIST_QUERY = [
     {"name": "since", "in": "query", "required": False, "schema": {**_STR, "format": "date-time"},
      "description": "claims with a post at or after this ISO date or date-time"},
     {"name": "min_posts", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}},
-    {"name": "sort", "in": "query", "required": False, "schema": {"enum": list(SORTS), "default": "newest"},
-     "description": "`newest`: latest post first; `posts`: most posts first; `first_seen`: newest claims first"},
+    {"name": "sort", "in": "query", "required": False, "schema": {"enum": [PRIORITY, *SORTS], "default": "newest"},
+     "description": "`priority`: the open claims of the last 7 days by spread, growth, check-worthiness and "
+                    "whether a fact-check answers them (docs: Claims, the queue's order); `newest`: latest post "
+                    "first; `posts`: most posts first; `first_seen`: newest claims first"},
     {"name": "cursor", "in": "query", "required": False, "schema": _STR, "description": "the `next` of the previous page"},
     _LIMIT,
 ]
@@ -54,7 +56,7 @@ def list_claims() -> Response:
         g.api_key.tenant, status=None if status == "any" else status, lang=args.get("lang") or None,
         since=args.get("since") or None,
         min_posts=parse_int("min_posts", min_posts, lo=1, hi=10**9) if min_posts else None,
-        sort=_choice("sort", list(SORTS), "newest"), cursor=args.get("cursor") or None,
+        sort=_choice("sort", [PRIORITY, *SORTS], "newest"), cursor=args.get("cursor") or None,
         limit=parse_int("limit", args.get("limit", "50"), lo=1, hi=MAX_LIMIT))
     return reply(s.ClaimPage.model_validate(found))
 

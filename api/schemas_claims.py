@@ -42,6 +42,7 @@ class ClaimOut(Response):
         default=None, description="a confirmed fact-check, else the most confident best match of its posts")
     check_worthiness: float | None = None
     merged_into: str | None = Field(default=None, description="the claim the desk merged it into")
+    priority: float | None = Field(default=None, description="with `sort=priority`: its priority (docs: Claims)")
     merged: list[str] = Field(default_factory=list, description="the claims merged into it")
 
 

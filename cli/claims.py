@@ -1,10 +1,12 @@
-"""Claims on the command line: ``evaluate-clusters`` (the lab's measurement of the join rule)."""
+"""Claims on the command line: ``evaluate-clusters`` (the lab's measurement of the join rule),
+``train-checkworthiness`` and ``evaluate-checkworthiness`` (the check-worthiness head)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Any
 
+from plugin.artefacts import CHECKWORTHINESS, written_dir
 from plugin.errors import BadInput
 from plugin.params import parse_float
 from plugin.service.services import Services
@@ -30,6 +32,80 @@ def register(sub: Any, add: Any) -> None:
                     help="also the rule with the most pairwise recall at precision >= 0.95 over the embedding "
                          "thresholds and a grid of same-answer confidence and similarity (run it on tuning posts only)")
     sp.add_argument("--json", action="store_true", help="print JSON (default: a table)")
+
+    sp = add("bench-claims", cmd_bench_claims,
+             "what a post's join to its claim costs as the posts index grows (throwaway synthetic posts "
+             "indexes; JSON)")
+    sp.add_argument("--posts", default="10000,100000", metavar="N[,N...]", help="posts-index sizes (default 10000,100000)")
+    sp.add_argument("--queries", default="200", metavar="N", help="joins measured per size (default 200)")
+    sp.add_argument("--keep", action="store_true", help="keep the synthetic indexes (bench-claims-<n>)")
+
+    ct24 = Path("../shared/data/ct24_checkworthy_en")
+    sp = add("train-checkworthiness", cmd_train_checkworthiness,
+             "fit the check-worthiness head on a sentence dataset's train split (L2 and threshold chosen out of "
+             "fold), score its other splits once, write the head")
+    sp.add_argument("--dataset", type=Path, default=ct24, help=f"a folder with sentences.jsonl (default {ct24})")
+    sp.add_argument("--name", default="ct24-e5small-logistic", help="the head's name")
+    sp.add_argument("--out", type=Path, default=written_dir(CHECKWORTHINESS), metavar="DIR",
+                    help="where to write NAME.json (default build/artefacts/checkworthiness/)")
+    sp.add_argument("--work-dir", type=Path, default=Path(".cache/lab/checkworthiness"), metavar="DIR",
+                    help="cached sentence embeddings (default .cache/lab/checkworthiness)")
+
+    sp = add("evaluate-checkworthiness", cmd_evaluate_checkworthiness,
+             "positive-class F1, precision, recall and accuracy of the check-worthiness head on a sentence dataset")
+    sp.add_argument("--dataset", type=Path, default=ct24, help=f"a folder with sentences.jsonl (default {ct24})")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...] (CheckThat! 2024: train, dev, dev-test; default all)")
+    sp.add_argument("--head", type=Path, help="a head's JSON file (default the committed one)")
+    sp.add_argument("--work-dir", type=Path, default=Path(".cache/lab/checkworthiness"), metavar="DIR")
+    sp.add_argument("--json", action="store_true", help="print JSON (default: one line)")
+
+
+def cmd_bench_claims(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.bench_claims import bench_join
+    from plugin.params import parse_int
+
+    sizes = [parse_int("--posts", v.strip(), lo=10, hi=10_000_000) for v in args.posts.split(",") if v.strip()]
+    dump(bench_join(services.store, services.settings, sizes, queries=parse_int("--queries", args.queries, lo=1, hi=100_000),
+                    dim=services.embedder.dim, keep=args.keep))
+    return 0
+
+
+def cmd_train_checkworthiness(args: argparse.Namespace, services: Services) -> int:
+    import json
+
+    from plugin.lab.checkworthiness import train
+
+    try:
+        out = train(args.dataset, services.embedder, work_dir=args.work_dir, name=args.name)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    folder = args.out
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{args.name}.json"
+    path.write_text(json.dumps(out["head"], indent=1) + "\n", encoding="utf-8")
+    dump({"written": str(path), "out_of_fold": out["out_of_fold"], "measured": out["measured"]})
+    return 0
+
+
+def cmd_evaluate_checkworthiness(args: argparse.Namespace, services: Services) -> int:
+    from plugin.claims.checkworthy import load_head
+    from plugin.lab.checkworthiness import evaluate
+
+    head = load_head(str(args.head) if args.head else None)
+    if head is None:
+        raise BadInput(f"no check-worthiness head at {args.head or 'the committed default'}: "
+                       f"`factsieve train-checkworthiness`")
+    try:
+        out = evaluate(args.dataset, services.embedder, head, work_dir=args.work_dir,
+                       splits=split_names(args.split) if args.split else None)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if args.json:
+        dump(out)
+    else:
+        print(f"{out['split']}: F1 {out['f1']:.3f}  precision {out['precision']:.3f}  recall {out['recall']:.3f}  "
+              f"accuracy {out['accuracy']:.3f}  (n {out['n']}, threshold {out['threshold']})")
+    return 0
 
 
 def _table(result: dict[str, Any]) -> str:

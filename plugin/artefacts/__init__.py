@@ -2,7 +2,7 @@
 
 One folder per kind: ``encoders/`` (query-tower adapters), ``rerankers/`` (reranker adapters),
 ``calibration/`` (a confidence calibrator per retrieval configuration), ``verdict/`` (the verdict
-head). One convention: artefact ``NAME`` of a kind is ``<kind>/NAME.json``, its manifest (what it
+head), ``checkworthiness/`` (the check-worthiness head over the posts' embeddings). One convention: artefact ``NAME`` of a kind is ``<kind>/NAME.json``, its manifest (what it
 is, the base model, what it was trained and measured on), plus ``<kind>/NAME.npz`` beside it when it
 has arrays. The lab writes them; ``factsieve model build`` (``plugin.build``) merges the adapters
 into the model cache; serving reads them through ``artefact_dir``.
@@ -23,7 +23,8 @@ ENCODERS = "encoders"
 RERANKERS = "rerankers"
 CALIBRATION = "calibration"
 VERDICT = "verdict"
-KINDS = (ENCODERS, RERANKERS, CALIBRATION, VERDICT)
+CHECKWORTHINESS = "checkworthiness"
+KINDS = (ENCODERS, RERANKERS, CALIBRATION, VERDICT, CHECKWORTHINESS)
 #: Where commands write the artefacts they train or choose, relative to the working directory.
 WRITTEN = Path("build") / "artefacts"
 

@@ -23,7 +23,9 @@ SPLIT_FIELDS = ("tenant", "post_id", "text", "lang", "date", "created_at", "clai
 POST_FIELDS = ("post_id", "text", "lang", "created_at", "answer", "answer_confidence")
 #: the most claims (or posts of a claim) one page holds
 MAX_LIMIT = 200
-#: the sorts of the claim listing: newest activity, most posts, first seen
+#: the sorts of the claim listing: by priority (``plugin.claims.priority``, ranked over a bounded
+#: window of recent open claims), newest activity, most posts, first seen
+PRIORITY = "priority"
 SORTS: dict[str, list[dict[str, Any]]] = {
     "newest": [{"last_seen": {"order": "desc"}}, {"claim_id": {"order": "asc"}}],
     "posts": [{"post_count": {"order": "desc"}}, {"claim_id": {"order": "asc"}}],
@@ -51,6 +53,18 @@ def answered_body(tenant: str) -> dict[str, Any]:
     """Whether the tenant has a claim the desk answered (a count that stops at the first)."""
     return {"size": 0, "terminate_after": 1, "track_total_hits": True,
             "query": {"bool": {"filter": [tenant_filter(tenant), {"term": {"fact_check.confirmed": True}}]}}}
+
+
+def recent_open_body(tenant: str, since: str, limit: int, lang: str | None, min_posts: int | None) -> dict[str, Any]:
+    """The tenant's open claims seen at or after ``since``, newest first: what priority ranks."""
+    clauses: list[dict[str, Any]] = [tenant_filter(tenant), {"term": {"status": "open"}},
+                                     {"range": {"last_seen": {"gte": since}}}]
+    if lang:
+        clauses.append({"term": {"lang_list": lang}})
+    if min_posts:
+        clauses.append({"range": {"post_count": {"gte": min_posts}}})
+    return {"size": limit, "query": {"bool": {"filter": clauses}}, "sort": SORTS["newest"],
+            "track_total_hits": True, "_source": {"excludes": ["recent_posts", "removed_posts"]}}
 
 
 def list_body(tenant: str, *, status: str | None, lang: str | None, since: str | None,

@@ -69,6 +69,7 @@ class ClaimPost:
     answer: str | None = None
     answer_claim: str | None = None
     answer_confidence: float | None = None
+    check_worthiness: float | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ def add_post(claim: Claim, post: ClaimPost, now: str) -> Claim:
     return replace(claim, lead=lead, post_count=claim.post_count + 1, langs=langs, days=days,
                    first_seen=min(claim.first_seen, post.at), last_seen=max(claim.last_seen, post.at),
                    fact_check=better_answer(claim.fact_check, post),
+                   check_worthiness=max((v for v in (claim.check_worthiness, post.check_worthiness) if v is not None),
+                                        default=None),
                    recent_posts=(*claim.recent_posts, post.post_id)[-RECENT_POSTS:], updated_at=now)
 
 
@@ -211,9 +214,10 @@ def merge_claims(into: Claim, other: Claim, now: str) -> Claim:
             other.fact_check.confirmed == fc.confirmed and (other.fact_check.confidence or 0) > (fc.confidence or 0))):
         fc = other.fact_check
     status = Status.ANSWERED if fc is not None and fc.confirmed else into.status
+    worth = max((v for v in (into.check_worthiness, other.check_worthiness) if v is not None), default=None)
     return replace(into, post_count=into.post_count + other.post_count, langs=langs, days=days, lead=lead,
                    first_seen=min(into.first_seen, other.first_seen), last_seen=max(into.last_seen, other.last_seen),
-                   fact_check=fc, status=status, absorbed=tuple(dict.fromkeys((*into.absorbed, other.id, *other.absorbed))),
+                   fact_check=fc, status=status, check_worthiness=worth, absorbed=tuple(dict.fromkeys((*into.absorbed, other.id, *other.absorbed))),
                    recent_posts=(*into.recent_posts, *other.recent_posts)[-RECENT_POSTS:], updated_at=now)
 
 

@@ -319,8 +319,11 @@ class ClaimStore:
     def page(self, tenant: str, *, status: str | None = None, lang: str | None = None,
              since: str | None = None, min_posts: int | None = None, sort: str = "newest",
              cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
-        """One page of the tenant's claims: ``{"claims", "total", "next"}``."""
+        """One page of the tenant's claims: ``{"claims", "total", "next"}`` (``sort="priority"``:
+        ``ranked_page``)."""
         self.ensure()
+        if sort == q.PRIORITY:
+            return self.ranked_page(tenant, lang=lang, min_posts=min_posts, cursor=cursor, limit=limit)
         after = q.decode_cursor(cursor) if cursor else None
         body = q.list_body(tenant, status=status, lang=lang, since=since, min_posts=min_posts, sort=sort,
                            after=after, limit=limit)
@@ -329,6 +332,24 @@ class ClaimStore:
         nxt = q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
         return {"claims": [Claim.from_source(h["_source"]).to_dict() for h in hits],
                 "total": resp["hits"]["total"]["value"], "next": nxt}
+
+    def ranked_page(self, tenant: str, *, lang: str | None, min_posts: int | None, cursor: str | None,
+                    limit: int) -> dict[str, Any]:
+        """The open claims seen within the priority's window (at most its ``max_claims``, newest
+        first), ranked by ``priority.ranked``, one page of them; each with its ``priority``."""
+        from datetime import date, timedelta
+
+        from plugin.claims.priority import ranked, weights
+
+        w = weights()
+        today = date.fromisoformat(self.clock()[:10])
+        since = (today - timedelta(days=w.window_days)).isoformat()
+        start = q.decode_cursor(cursor)[0] if cursor else 0
+        hits = self.store.search(self.alias, q.recent_open_body(tenant, since, w.max_claims, lang, min_posts))
+        order = ranked([Claim.from_source(h["_source"]) for h in hits["hits"]["hits"]], today, w)
+        page = order[start:start + limit]
+        nxt = q.encode_cursor([start + limit, q.PRIORITY]) if start + limit < len(order) else None
+        return {"claims": [{**c.to_dict(), "priority": p} for c, p in page], "total": len(order), "next": nxt}
 
     def posts(self, tenant: str, claim_id: str, *, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
         """One page of the claim's posts, oldest first (those the posts index still holds)."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from plugin.claims.checkworthy import load_head
 from plugin.claims.cluster import Joined, JoinRule, PostSignals, choose, served_rule
 from plugin.claims.trending import due, window_start
 from plugin.claims.records import Claim, ClaimPost
@@ -38,7 +39,7 @@ class ClaimJoin:
 
     def to_dict(self) -> dict[str, Any]:
         return {"claim_id": self.claim_id, "via": self.joined.via, "signals": list(self.joined.signals),
-                "similarity": self.joined.similarity}
+                "similarity": self.joined.similarity, "check_worthiness": self.fields.get("check_worthiness")}
 
 
 def signals_of(post: Mapping[str, Any], found: Match, image: ImageAnalysis | None) -> PostSignals:
@@ -49,7 +50,7 @@ def signals_of(post: Mapping[str, Any], found: Match, image: ImageAnalysis | Non
 
 
 def join(claims: ClaimStore, posts: PostMemory, tenant: str, post: Mapping[str, Any], found: Match,
-         image: ImageAnalysis | None, rule: JoinRule | None = None) -> ClaimJoin:
+         image: ImageAnalysis | None, rule: JoinRule | None = None, worth: float | None = None) -> ClaimJoin:
     """The claim ``post`` joins (nothing written yet)."""
     rule = rule or served_rule()
     mine = signals_of(post, found, image)
@@ -61,8 +62,18 @@ def join(claims: ClaimStore, posts: PostMemory, tenant: str, post: Mapping[str, 
         joined = choose(rule, mine, claims.earlier(tenant, vector, rule.neighbours, mine.answer))
     claim_id = joined.claim_id or new_claim_id(tenant, mine.post_id)
     fields = {"claim_id": claim_id, "answer": mine.answer, "answer_confidence": mine.answer_confidence,
-              "image_hash": mine.image_hash}
+              "image_hash": mine.image_hash, "check_worthiness": worth}
     return ClaimJoin(claim_id, joined, fields)
+
+
+def check_worthiness(posts: PostMemory, post: Mapping[str, Any]) -> float | None:
+    """The post's check-worthiness (``plugin.claims.checkworthy``) from the embedding the posts
+    index stores for it; ``None`` without a head for this process's embedding model."""
+    head = load_head()
+    model = getattr(getattr(posts, "embedder", None), "name", None)
+    if head is None or not post.get("text") or head.embedding_model != model:
+        return None
+    return round(head.score(posts.vector(post["text"])), 4)
 
 
 def count(claims: ClaimStore, tenant: str, post: Mapping[str, Any], lang: str | None, found: Match,
@@ -72,7 +83,7 @@ def count(claims: ClaimStore, tenant: str, post: Mapping[str, Any], lang: str | 
     return claims.add_post(tenant, join_.claim_id, ClaimPost(
         str(post["id"]), post.get("text") or "", lang, at or now_iso(),
         top.id if top else None, top.claim if top else None,
-        top.confidence if top else None))
+        top.confidence if top else None, join_.fields.get("check_worthiness")))
 
 
 def trend(claims: ClaimStore, rules: TenantRules, tenant: str, claim: Claim, post_id: str) -> tuple[Claim, int] | None:

@@ -127,7 +127,8 @@ def run_post(services: Services, job: dict[str, Any],
     post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
     # the claim it joins, then the post with its claim (what later posts are compared with),
     # then the claim's counts: a retry after the post's write keeps its claim and counts it once;
-    joined = claiming.join(services.claims, services.posts, tenant, post, found, image)
+    worth = claiming.check_worthiness(services.posts, post)
+    joined = claiming.join(services.claims, services.posts, tenant, post, found, image, worth=worth)
     services.posts.remember(tenant, post, found.lang, joined.fields)
     claim = claiming.count(services.claims, tenant, post, found.lang, found, joined)
     trending = claiming.trend(services.claims, services.review_rules.for_tenant(tenant), tenant, claim, post["id"])
