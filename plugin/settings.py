@@ -23,6 +23,10 @@ TEST_MODEL = "factsieve/multilingual-e5-small-rebuilt"
 #: (``scripts/services.sh up``) writes it in the repo root, git-ignored, so that a direct
 #: ``factsieve`` command there finds the services it started.
 ENV_FILE = ".factsieve.env"
+#: the settings naming the aliases a matched post writes (the post job: its review item, the
+#: desk's decisions, the post, its claim): a namespaced run (the simulator, a benchmark, a test
+#: deployment) renames every one of them, or it writes into the real ones
+POST_INDEXES = ("review_index", "decisions_index", "posts_index", "claims_index")
 
 
 def default_cache_dir() -> Path:

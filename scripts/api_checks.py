@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from plugin.service.keys import Scope  # noqa: E402
-from plugin.settings import Settings  # noqa: E402
+from plugin.settings import POST_INDEXES, Settings  # noqa: E402
 
 SCHEMATHESIS = "schemathesis==4.32.5"
 
@@ -70,9 +70,12 @@ class Deployment:
         from plugin.service.services import Services
 
         tag = uuid.uuid4().hex[:8]
+        # every alias a post writes is the deployment's own (``POST_INDEXES``), or its posts,
+        # review items, decisions and claims would land in the real ones
         self.settings = Settings().model_copy(update={
             "redis_prefix": f"fs-bench-{tag}", "index": f"fs-bench-{tag}",
-            "jobs_index": f"fs-bench-jobs-{tag}", **overrides})
+            "jobs_index": f"fs-bench-jobs-{tag}",
+            **{n: f"fs-bench-{n.removesuffix('_index')}-{tag}" for n in POST_INDEXES}, **overrides})
         self.services = Services(self.settings)
         self.services.factchecks.ensure()
         files = [ROOT / "samples" / "clef2020" / "factchecks.jsonl",
@@ -130,7 +133,8 @@ class Deployment:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.services.kv.delete_namespace()
-        for alias in (self.settings.jobs_index,) if keep_index else (self.settings.index, self.settings.jobs_index):
+        own = (self.settings.jobs_index, *(getattr(self.settings, n) for n in POST_INDEXES))
+        for alias in own if keep_index else (self.settings.index, *own):
             self.services.store.delete_index(f"{alias}-v*")
             self.services.store.delete_index_template(f"factsieve-{alias}")
 

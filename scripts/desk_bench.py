@@ -19,7 +19,6 @@ import argparse
 import json
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,16 +97,13 @@ def main() -> None:
                     "holds fewer records than the dataset); default: a throwaway one")
     ap.add_argument("--save-html", type=Path, help="write the last page's HTML here")
     args = ap.parse_args()
-    tag = uuid.uuid4().hex[:8]
     kept = {"index": args.index} if args.index else {}
-    dep = Deployment(2, review_index=f"fs-bench-review-{tag}", decisions_index=f"fs-bench-dec-{tag}", **kept)
+    dep = Deployment(2, **kept)  # its post aliases are its own (api_checks.Deployment)
     try:
         corpus = fill_queue(dep, args.dataset, args.items)
         loads = measure(dep.base, dep.key, args.runs, args.save_html)
     finally:
-        dep.close(keep_index=bool(args.index))
-        for alias in (dep.settings.review_index, dep.settings.decisions_index):
-            dep.services.store.delete_index(f"{alias}-v*")
+        dep.close(keep_index=bool(args.index))  # its post aliases too
 
     def stats(field: str) -> dict:
         values = [load[field] for load in loads]

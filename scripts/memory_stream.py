@@ -44,7 +44,7 @@ from plugin.search.request import MatchRequest  # noqa: E402
 from plugin.service.matching import match_post  # noqa: E402
 from plugin.kv import KV  # noqa: E402
 from plugin.service.services import Services  # noqa: E402
-from plugin.settings import TEST_MODEL, Settings  # noqa: E402
+from plugin.settings import POST_INDEXES, TEST_MODEL, Settings  # noqa: E402
 
 THRESHOLDS = (0.85, 0.9, 0.93, 0.95, 0.97, 0.99)
 #: how a neighbour counts as a re-post: cosine at the threshold or the same-claim test (what
@@ -158,9 +158,8 @@ def main() -> None:
         from plugin.build.models import build_models
 
         build_models(base)
-    settings = base.model_copy(update={
-        "redis_prefix": f"bench-mem-{tag}", "review_index": f"bench-mem-review-{tag}",
-        "decisions_index": f"bench-mem-dec-{tag}", "posts_index": f"bench-mem-posts-{tag}"})
+    settings = base.model_copy(update={"redis_prefix": f"bench-mem-{tag}",
+                                       **{n: f"bench-mem-{n.removesuffix('_index')}-{tag}" for n in POST_INDEXES}})
     store = Store(settings)
     services = Services(settings, store=store)
     dataset = load_dataset(args.dataset)
@@ -255,7 +254,7 @@ def main() -> None:
         print(json.dumps(out, indent=2))
     finally:
         KV(settings).delete_namespace()
-        for index in (settings.review_index, settings.decisions_index, settings.posts_index):
+        for index in (getattr(settings, n) for n in POST_INDEXES):
             store.delete_index(f"{index}-v*")
             store.delete_index_template(f"factsieve-{index}")
 

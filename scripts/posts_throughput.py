@@ -30,8 +30,9 @@ def overrides(opensearch: str | None, replicas: int | None) -> dict[str, Any]:
     """The deployment's settings beyond ``Deployment``'s own: the cluster to target, replicas,
     and names of its own for the indexes a post writes (posts memory, review items, decisions)."""
     tag = uuid.uuid4().hex[:8]
-    out: dict[str, Any] = {"posts_index": f"fs-bench-posts-{tag}", "review_index": f"fs-bench-review-{tag}",
-                           "decisions_index": f"fs-bench-decisions-{tag}"}
+    from plugin.settings import POST_INDEXES
+
+    out: dict[str, Any] = {name: f"fs-bench-{name.removesuffix('_index')}-{tag}" for name in POST_INDEXES}
     if opensearch:
         out["opensearch_url"] = ",".join(u.strip().rstrip("/") for u in opensearch.split(",") if u.strip())
     if replicas is not None:
@@ -42,7 +43,9 @@ def overrides(opensearch: str | None, replicas: int | None) -> dict[str, Any]:
 def drop_extra_indexes(dep: Any) -> None:
     """Delete the posts, review and decisions indexes ``overrides`` named (and their templates)."""
     s = dep.settings
-    for alias in (s.posts_index, s.review_index, s.decisions_index):
+    from plugin.settings import POST_INDEXES
+
+    for alias in (getattr(s, name) for name in POST_INDEXES):
         if alias.startswith("fs-bench-"):
             dep.services.store.delete_index(f"{alias}-v*")
             dep.services.store.delete_index_template(f"factsieve-{alias}")

@@ -24,7 +24,7 @@ from plugin.lab.evaluate.metrics import evaluate_run
 from plugin.review.records import ReviewCandidate, ReviewStatus
 from plugin.search.calibration import expected_calibration_error
 from plugin.search.request import MatchRequest
-from plugin.settings import Settings
+from plugin.settings import POST_INDEXES, Settings
 from plugin.service.matching import Occasion, config_for, match_post
 
 #: the items a reviewer sees per post (the desk's keys confirm candidates 1 to 5)
@@ -32,7 +32,7 @@ SHOWN = 5
 #: metrics reported after each batch
 METRICS = ("MAP@5", "S@1", "S@10")
 #: the settings fields that name a per-deployment index the simulation must not share
-_OWN_INDEXES = ("review_index", "decisions_index", "posts_index", "learned_index", "jobs_index")
+_OWN_INDEXES = (*POST_INDEXES, "learned_index", "jobs_index")
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,10 @@ def cleanup_deployment(settings, store) -> None:
     from plugin.kv import KV
 
     KV(settings).delete_namespace()
+    from plugin.settings import POST_INDEXES
+
     for alias in (settings.index, settings.jobs_index, settings.evidence_index,
-                  settings.review_index, settings.decisions_index, settings.posts_index,
-                  settings.claims_index):
+                  *(getattr(settings, n) for n in POST_INDEXES)):
         store.delete_index(f"{alias}-v*")
         store.delete_index_template(f"factsieve-{alias}")
         delete_components(store, alias)

@@ -48,3 +48,14 @@ def test_a_simulation_has_its_own_indexes_and_redis_namespace():
     assert sim.redis_prefix != base.redis_prefix
     assert set(own_indexes(sim)) >= {sim.review_index, sim.decisions_index, sim.jobs_index}
     assert base.index not in own_indexes(sim)
+
+
+def test_a_simulation_renames_every_alias_a_post_writes():
+    from plugin.lab.simulate import sim_settings
+    from plugin.settings import POST_INDEXES, Settings
+
+    base = Settings(_env_file=None)
+    sim = sim_settings(base, "t1", "eval-x")
+    for name in POST_INDEXES:
+        assert getattr(sim, name) != getattr(base, name) and "t1" in getattr(sim, name), name
+    assert set(POST_INDEXES) >= {n for n in Settings.model_fields if n in ("posts_index", "claims_index")}
