@@ -23,7 +23,7 @@ _LIST_QUERY = [
      "description": "claims with a post at or after this ISO date or date-time"},
     {"name": "min_posts", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}},
     {"name": "sort", "in": "query", "required": False, "schema": {"enum": [PRIORITY, *SORTS], "default": "newest"},
-     "description": "`priority`: the open claims of the last 7 days by spread, growth, check-worthiness and "
+     "description": "`priority`: the open and answered claims of the last 7 days by spread, growth, check-worthiness and "
                     "whether a fact-check answers them (docs: Claims, the queue's order); `newest`: latest post "
                     "first; `posts`: most posts first; `first_seen`: newest claims first"},
     {"name": "cursor", "in": "query", "required": False, "schema": _STR, "description": "the `next` of the previous page"},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
@@ -149,6 +150,36 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     return 0
 
 
+def cmd_learn_simulate_claims(args: argparse.Namespace, services: Services) -> int:
+    """A simulated day of claims (``plugin.lab.simulate_claims``) under its own tenant and
+    indexes beside the dataset's evaluation index, deleted afterwards unless ``--keep``."""
+    import uuid
+
+    from plugin.lab.simulate import own_indexes, sim_settings
+    from plugin.lab.simulate_claims import simulate_claims
+    from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
+    from plugin.params import parse_int
+
+    dataset = load_dataset(args.dataset)
+    alias, built = ensure_dataset_index(services.store, services.embedder, dataset, services.settings)
+    sim = Services(sim_settings(services.settings, uuid.uuid4().hex[:8], alias), store=services.store,
+                   embedder=services.embedder)
+    try:
+        report = simulate_claims(sim, dataset, splits=args.split.split(",") if args.split else None,
+                                 reposts=parse_int("--reposts", args.reposts, lo=0, hi=20), seed=args.seed,
+                                 config=args.config)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    finally:
+        if not args.keep:
+            for name in own_indexes(sim.settings):
+                services.store.delete_index(f"{name}-v*")
+            sim.kv.delete_namespace()
+    report["index"] = {"alias": alias, "built": built}
+    dump(report)
+    return 0
+
+
 def register(sub: Any, add: Any) -> None:
     learn = sub.add_parser("learn", help="learn from the desk's decisions").add_subparsers(
         dest="learn_command", required=True, metavar="COMMAND")
@@ -180,6 +211,17 @@ def register(sub: Any, add: Any) -> None:
              "serve the tenant's previous champion reranker again", learn)
     sp.add_argument("--tenant", required=True, help="the newsroom")
     sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = add("simulate-claims", cmd_learn_simulate_claims,
+             "a simulated day of claims: a dataset's posts and their re-posts through the post job, one "
+             "decision per claim by an oracle desk; posts, claims, decisions with and without claims, the "
+             "share answered without a person (JSON)", learn)
+    sp.add_argument("--dataset", type=Path, required=True, help="folder with factchecks.jsonl, queries.jsonl, qrels.jsonl")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...] of the queries to post (default all)")
+    sp.add_argument("--reposts", default="2", help="re-posts of each query, with small edits (default 2)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--config", help="the retrieval configuration of the post jobs (default the served one)")
+    sp.add_argument("--keep", action="store_true", help="keep the simulation's indexes")
 
     sp = add("simulate", cmd_learn_simulate,
              "replay one split of a labelled dataset through the queue with an oracle reviewer, run "

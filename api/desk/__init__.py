@@ -8,6 +8,7 @@ the reviewer's API key name as the actor and ``origin="desk"``. Sessions and CSR
 """
 from __future__ import annotations
 
+from api.desk import claims as _claims  # noqa: F401 - registers the claims pages on the blueprint
 from api.desk.views import desk
 
 __all__ = ["desk"]

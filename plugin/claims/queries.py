@@ -56,8 +56,9 @@ def answered_body(tenant: str) -> dict[str, Any]:
 
 
 def recent_open_body(tenant: str, since: str, limit: int, lang: str | None, min_posts: int | None) -> dict[str, Any]:
-    """The tenant's open claims seen at or after ``since``, newest first: what priority ranks."""
-    clauses: list[dict[str, Any]] = [tenant_filter(tenant), {"term": {"status": "open"}},
+    """The tenant's open and answered claims seen at or after ``since``, newest first: what
+    priority ranks (an answered one last: nobody needs to look)."""
+    clauses: list[dict[str, Any]] = [tenant_filter(tenant), {"terms": {"status": ["open", "answered"]}},
                                      {"range": {"last_seen": {"gte": since}}}]
     if lang:
         clauses.append({"term": {"lang_list": lang}})

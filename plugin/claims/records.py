@@ -17,6 +17,8 @@ from plugin.claims.cluster import Member, lead_of
 RECENT_POSTS = 100
 #: the days of counts a claim's answer shows (its sparkline); all days are kept in the document
 SPARKLINE_DAYS = 14
+#: the least confidence at which a post's best match is its claim's fact-check (even odds)
+MIN_ANSWER_CONFIDENCE = 0.5
 
 
 class Status:
@@ -149,8 +151,11 @@ def new_claim(claim_id: str, tenant: str, post: ClaimPost, now: str) -> Claim:
 
 def better_answer(current: FactCheckRef | None, post: ClaimPost) -> FactCheckRef | None:
     """The claim's fact-check once ``post`` joined: a confirmed one stays; otherwise the more
-    confident of the current one and the post's best match."""
+    confident of the current one and the post's best match, when that is at least
+    ``MIN_ANSWER_CONFIDENCE`` (a best match below even odds answers nothing)."""
     if post.answer is None or (current is not None and current.confirmed):
+        return current
+    if post.answer_confidence is not None and post.answer_confidence < MIN_ANSWER_CONFIDENCE:
         return current
     if current is not None and (current.confidence or 0.0) >= (post.answer_confidence or 0.0):
         return current

@@ -335,7 +335,7 @@ class ClaimStore:
 
     def ranked_page(self, tenant: str, *, lang: str | None, min_posts: int | None, cursor: str | None,
                     limit: int) -> dict[str, Any]:
-        """The open claims seen within the priority's window (at most its ``max_claims``, newest
+        """The open and answered claims seen within the priority's window (at most its ``max_claims``, newest
         first), ranked by ``priority.ranked``, one page of them; each with its ``priority``."""
         from datetime import date, timedelta
 

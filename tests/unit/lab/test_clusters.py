@@ -49,3 +49,16 @@ def test_bm25_matrix_is_normalised_by_the_self_score():
     m = bm25_matrix([["vaccine", "dna"], ["vaccine", "dna"], ["football"]])
     assert np.allclose(np.diag(m), 1.0)
     assert m[0, 1] == 1.0 and m[0, 2] == 0.0
+
+
+def test_the_simulated_day_posts_reposts_after_their_original():
+    from plugin.lab.simulate_claims import oracle_action, stream_of
+
+    posts = stream_of([{"id": "1", "text": "the vaccine changes your DNA says a doctor"},
+                       {"id": "2", "text": "5G masts spread the virus in the city"}], reposts=3, seed=1)
+    assert len(posts) == 8
+    for q in ("1", "2"):
+        mine = [p for p in posts if p["query"] == q]
+        assert mine[0]["id"] == f"{q}~0" and all(p["t"] >= mine[0]["t"] for p in mine)
+    assert oracle_action([{"id": "a"}, {"id": "b"}], {"b"}) == {"action": "confirm", "factcheck_id": "b"}
+    assert oracle_action([{"id": "a"}], {"z"}) == {"action": "none"}
