@@ -4,7 +4,7 @@
 the API and the workers hold), dispatches to one function per subcommand, and turns FactSieve
 errors into a one-line message and the error's exit code (never a traceback). Commands live by
 area — ``corpus`` (templates, ingestion, index versions, the model), ``search`` (match, demo),
-``evidence`` (ingest-evidence, evidence-search), ``verify`` (verify, evaluate-verification), ``verdict`` (train-verdict), ``blend`` (blend-weight: the LLM/model blend's weight), ``lab`` (evaluation, benchmarks, training), ``claims`` (claim clusters), ``ops`` (API server, workers, keys), ``review`` (the decision log) and ``learn`` (learning from it) — and nothing
+``evidence`` (ingest-evidence, evidence-search), ``verify`` (verify, evaluate-verification), ``verdict`` (train-verdict), ``blend`` (blend-weight: the LLM/model blend's weight), ``lab`` (evaluation, benchmarks, training), ``claims`` (claim clusters), ``channels`` (tiplines), ``ops`` (API server, workers, keys), ``review`` (the decision log) and ``learn`` (learning from it) — and nothing
 heavy is built until a command touches it, so ``factsieve --help`` is instant.
 """
 from __future__ import annotations
@@ -20,13 +20,13 @@ from plugin.errors import BadInput, FactSieveError
 from plugin.service.services import Services
 from plugin.settings import Settings
 
-from cli import blend, claims, corpus, evidence, lab, learn, ops, review, search, verdict, verify
+from cli import blend, channels, claims, corpus, evidence, lab, learn, ops, review, search, verdict, verify
 from cli.common import check_outputs
 
 log = logging.getLogger("factsieve")
 
 #: Command areas, in the order ``--help`` lists them.
-AREAS = (corpus, search, evidence, verify, verdict, blend, lab, claims, ops, review, learn)
+AREAS = (corpus, search, evidence, verify, verdict, blend, lab, claims, channels, ops, review, learn)
 
 
 def build_parser() -> argparse.ArgumentParser:

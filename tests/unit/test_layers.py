@@ -28,7 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "engines": ("plugin.index", "plugin.kv", "plugin.embedding", "plugin.llm", "plugin.image",
                 "plugin.lang"),
     "stages": ("plugin.search", "plugin.ingest", "plugin.evidence", "plugin.verify",
-               "plugin.review", "plugin.learn", "plugin.build", "plugin.claims"),
+               "plugin.review", "plugin.learn", "plugin.build", "plugin.claims", "plugin.channels"),
     "service": ("plugin.service",),
     "edges": ("api", "workers", "cli"),
 }
@@ -56,6 +56,9 @@ STAGE_USES: dict[str, dict[str, str]] = {
     },
     "plugin.claims": {
         "plugin.search": "a post joins a claim by the matcher's same-claim test",
+    },
+    "plugin.channels": {
+        "plugin.search": "a tipline answers from a message's match",
     },
     "plugin.build": {
         "plugin.search": "it builds the reranker folders the search loads, named as the search names them",

@@ -1,0 +1,43 @@
+"""What a tipline answers (pure), and its measurement."""
+from __future__ import annotations
+
+from plugin.channels.answer import Reply, TiplineRule, decide, default_rule
+from plugin.lab.tipline import choose, score
+from plugin.search.result import Candidate, Match
+
+RULE = TiplineRule(threshold=0.9, max_results=3)
+
+
+def cand(i: str, conf: float | None) -> Candidate:
+    return Candidate(id=i, score=1.0, rank=0, confidence=conf, fields={})
+
+
+def match(*cands: Candidate) -> Match:
+    return Match(lang="en", config="t", took_ms=1.0, candidates=tuple(cands))
+
+
+def test_sure_lists_what_clears_the_threshold_at_most_three():
+    reply = decide(match(cand("a", 0.99), cand("b", 0.95), cand("c", 0.93), cand("d", 0.92), cand("e", 0.2)), RULE)
+    assert reply.sure and [c.id for c in reply.factchecks] == ["a", "b", "c"]
+    assert [c.id for c in decide(match(cand("a", 0.91), cand("b", 0.5)), RULE).factchecks] == ["a"]
+
+
+def test_not_sure_says_why():
+    assert decide(match(), RULE) == Reply(False, reason="no_match")
+    assert decide(match(cand("a", 0.89)), RULE) == Reply(False, reason="unsure")
+    assert decide(match(cand("a", None)), RULE) == Reply(False, reason="no_confidence")
+
+
+def test_the_default_rule_is_the_data_file():
+    rule = default_rule()
+    assert 0.5 <= rule.threshold <= 1.0 and rule.max_results == 3
+
+
+def test_score_and_choose():
+    matches = {"q1": match(cand("a", 0.99)), "q2": match(cand("x", 0.96)), "q3": match(cand("b", 0.7))}
+    qrels = {"q1": {"a"}, "q2": {"y"}, "q3": {"b"}}
+    out = score(matches, qrels, TiplineRule(0.95))
+    assert (out["messages"], out["answered"], out["precision"]) == (3, 2, 0.5)
+    assert out["not_answered"] == {"unsure": 1}
+    picked = choose(matches, qrels, TiplineRule(0.95), thresholds=(0.5, 0.97, 0.999))
+    assert picked["chosen"] == 0.97 and picked["table"][0]["precision"] == round(2 / 3, 4)
