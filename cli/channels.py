@@ -23,6 +23,8 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--config", metavar="NAME", help="the retrieval configuration (default: the one post jobs use)")
     sp.add_argument("--choose", action="store_true",
                     help="also the table over thresholds and the lowest with precision >= 0.95 (tuning posts only)")
+    sp.add_argument("--unanswerable", action="store_true",
+                    help="also send every message as if its fact-checks were not indexed (any answer there is wrong)")
     sp.add_argument("--json", action="store_true", help="print JSON (default: one line)")
 
 
@@ -31,8 +33,8 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
     from dataclasses import replace
 
     from plugin.channels.answer import default_rule
-    from plugin.lab.simulate import own_indexes, sim_settings
-    from plugin.lab.tipline import choose, match_all, score
+    from plugin.lab.simulate import drop_simulation, sim_settings
+    from plugin.lab.tipline import choose, match_all, match_unanswerable, score
     from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
 
     dataset = load_dataset(dataset_path(args.dataset, " (queries.jsonl, qrels.jsonl, factchecks.jsonl)"))
@@ -48,14 +50,21 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
                    embedder=services.embedder)
     try:
         matches = match_all(sim.matching, queries, dataset.qrels["all"], config=args.config)
+        without = None
+        if args.unanswerable:
+            from plugin.search.rerank import load_rerankers
+            from plugin.service.matching import Occasion, config_for
+
+            cfg = services.config(config_for(services.settings, services.matching.configs, args.config, Occasion.JOB))
+            reranker = load_rerankers({cfg.name: cfg}, services.settings).get(cfg.name) if cfg.rerank else None
+            without = match_unanswerable(services.store, services.embedder, services.settings, alias, dataset,
+                                         queries, cfg, reranker)
     finally:
-        for name in own_indexes(sim.settings):
-            services.store.delete_index(f"{name}-v*")
-        sim.kv.delete_namespace()
-    out = score(matches, dataset.qrels["all"], rule)
+        drop_simulation(sim)
+    out = score(matches, dataset.qrels["all"], rule, without)
     out.update(dataset=dataset.name, split=",".join(sorted(wanted)) if wanted else "all")
     if args.choose:
-        out["choose"] = choose(matches, dataset.qrels["all"], rule)
+        out["choose"] = choose(matches, dataset.qrels["all"], rule, unanswerable=without)
     if args.json:
         dump(out)
     else:

@@ -110,7 +110,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
     import uuid
 
     from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
-    from plugin.lab.simulate import Speeds, own_indexes, sim_settings, simulate
+    from plugin.lab.simulate import Speeds, drop_simulation, sim_settings, simulate
     from plugin.learn.calibration_store import refit
 
     dataset = load_dataset(args.dataset)
@@ -141,9 +141,7 @@ def cmd_learn_simulate(args: argparse.Namespace, services: Services) -> int:
                           batches=batches, speeds=speeds, tenant=f"sim-{tag}", config=args.config)
     finally:
         if not args.keep:
-            for name in own_indexes(sim.settings):
-                services.store.delete_index(f"{name}-v*")
-            sim.kv.delete_namespace()
+            drop_simulation(sim)
     report["index"] = {"alias": alias, "built": built}
     report["kept"] = bool(args.keep)
     dump(report)
@@ -155,7 +153,7 @@ def cmd_learn_simulate_claims(args: argparse.Namespace, services: Services) -> i
     indexes beside the dataset's evaluation index, deleted afterwards unless ``--keep``."""
     import uuid
 
-    from plugin.lab.simulate import own_indexes, sim_settings
+    from plugin.lab.simulate import drop_simulation, sim_settings
     from plugin.lab.simulate_claims import simulate_claims
     from plugin.learn.train.datasets import ensure_dataset_index, load_dataset
     from plugin.params import parse_int
@@ -172,9 +170,7 @@ def cmd_learn_simulate_claims(args: argparse.Namespace, services: Services) -> i
         raise BadInput(str(exc)) from None
     finally:
         if not args.keep:
-            for name in own_indexes(sim.settings):
-                services.store.delete_index(f"{name}-v*")
-            sim.kv.delete_namespace()
+            drop_simulation(sim)
     report["index"] = {"alias": alias, "built": built}
     dump(report)
     return 0

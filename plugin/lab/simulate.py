@@ -77,6 +77,14 @@ def own_indexes(settings: Settings) -> list[str]:
     return [getattr(settings, n) for n in _OWN_INDEXES if n in Settings.model_fields]
 
 
+def drop_simulation(sim: Any) -> None:
+    """Delete what a simulation's ``Services`` (``sim_settings``) wrote: its own indexes and its
+    Redis namespace (never the dataset's fact-check index, which it shares)."""
+    for name in own_indexes(sim.settings):
+        sim.store.delete_index(f"{name}-v*")
+    sim.kv.delete_namespace()
+
+
 def batch_bounds(batches: Sequence[int], available: int) -> list[int]:
     """Cumulative decision counts to stop at, capped at what the split holds (pure)."""
     if not batches or any(b <= 0 for b in batches) or list(batches) != sorted(set(batches)):

@@ -3,7 +3,9 @@ same decision code the channel uses (``plugin.channels.answer.decide``) after th
 one match path, as a worker runs it: ``Occasion.JOB``), for a fresh tenant.
 
 An answer is **right** when one of the (at most ``max_results``) fact-checks it sends is among the
-query's qrels. Reported: messages, answered, answered share, precision of what was answered, the
+query's qrels. With ``unanswerable``, every message is also sent once as if its fact-checks (and
+their near-duplicates) were not indexed (``ExcludingMatcher``): a tipline's real traffic is mostly
+claims nobody has checked, and any answer there is wrong; the precision then counts both. Reported: messages, answered, answered share, precision of what was answered, the
 threshold; with ``choose`` also the table over thresholds and the lowest threshold whose
 precision is at least ``min_precision`` (what ``tipline.json`` is chosen by, on tuning posts).
 """
@@ -21,8 +23,10 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99)
 MIN_PRECISION = 0.95
 
 
-def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: TiplineRule) -> dict[str, Any]:
-    """The report of ``rule`` over ``{query id: Match}`` (pure)."""
+def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: TiplineRule,
+          unanswerable: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report of ``rule`` over ``{query id: Match}`` (pure); ``unanswerable``: the same
+    messages matched without their fact-checks, where every answer is wrong."""
     answered = right = 0
     reasons: dict[str, int] = {}
     for qid, match in matches.items():
@@ -32,16 +36,24 @@ def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: Tipli
             right += any(c.id in qrels.get(qid, set()) for c in reply.factchecks)
         else:
             reasons[reply.reason or "?"] = reasons.get(reply.reason or "?", 0) + 1
-    n = len(matches)
-    return {"messages": n, "answered": answered, "answered_share": round(answered / n, 4) if n else 0.0,
-            "precision": round(right / answered, 4) if answered else None, "threshold": rule.threshold,
-            "max_results": rule.max_results, "not_answered": reasons}
+    wrong_unanswerable = sum(decide(m, rule).sure for m in (unanswerable or {}).values())
+    n = len(matches) + len(unanswerable or {})
+    total = answered + wrong_unanswerable
+    out = {"messages": n, "answered": total, "answered_share": round(total / n, 4) if n else 0.0,
+           "precision": round(right / total, 4) if total else None, "threshold": rule.threshold,
+           "max_results": rule.max_results, "not_answered": reasons}
+    if unanswerable is not None:
+        out["answerable"] = {"messages": len(matches), "answered": answered,
+                             "precision": round(right / answered, 4) if answered else None}
+        out["unanswerable"] = {"messages": len(unanswerable), "answered_wrongly": wrong_unanswerable}
+    return out
 
 
 def choose(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: TiplineRule,
-           thresholds: Sequence[float] = THRESHOLDS, min_precision: float = MIN_PRECISION) -> dict[str, Any]:
+           thresholds: Sequence[float] = THRESHOLDS, min_precision: float = MIN_PRECISION,
+           unanswerable: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The table over ``thresholds`` and the lowest one with precision ≥ ``min_precision``."""
-    rows = [score(matches, qrels, replace(rule, threshold=t)) for t in thresholds]
+    rows = [score(matches, qrels, replace(rule, threshold=t), unanswerable) for t in thresholds]
     ok = [r for r in rows if r["precision"] is not None and r["precision"] >= min_precision]
     return {"chosen": ok[0]["threshold"] if ok else None, "min_precision": min_precision,
             "table": [{k: r[k] for k in ("threshold", "answered", "answered_share", "precision")} for r in rows]}
@@ -62,4 +74,29 @@ def match_all(parts: Any, queries: Iterable[Mapping[str, Any]], qrels: Mapping[s
         req = MatchRequest(text=q["text"], lang=q.get("lang"), k=10)
         out[qid] = match_post(parts, req, tenant, config=config, occasion=Occasion.JOB,
                               post={"id": f"tip-{qid}", "text": q["text"]})
+    return out
+
+
+def match_unanswerable(store: Any, embedder: Any, settings: Any, alias: str, dataset: Any,
+                       queries: Iterable[Mapping[str, Any]], config: Any, reranker: Any) -> dict[str, Any]:
+    """``{query id: Match}`` of every query with qrels matched as if its fact-checks and their
+    near-duplicates were not indexed (the configuration a worker runs, reranked as it is)."""
+    import json
+    from pathlib import Path
+
+    from plugin.lab.excluding import ExcludingMatcher, claim_words, duplicates_of
+    from plugin.search.request import MatchRequest
+    from plugin.search.result import Match
+
+    qrels = dataset.qrels["all"]
+    with open(Path(dataset.path) / "factchecks.jsonl", encoding="utf-8") as fh:
+        words = claim_words({str(r["id"]): r.get("claim") or "" for r in map(json.loads, filter(str.strip, fh))})
+    matcher = ExcludingMatcher(store, embedder, settings, alias=alias, config=config, reranker=reranker)
+    out = {}
+    for q in queries:
+        qid = str(q["id"])
+        if qid not in qrels:
+            continue
+        req = MatchRequest(text=q["text"], lang=q.get("lang"), k=10, rerank=True)
+        out[qid] = Match.of(matcher.match_without(req, duplicates_of(qrels[qid], words)), {})
     return out

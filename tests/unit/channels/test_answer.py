@@ -41,3 +41,12 @@ def test_score_and_choose():
     assert out["not_answered"] == {"unsure": 1}
     picked = choose(matches, qrels, TiplineRule(0.95), thresholds=(0.5, 0.97, 0.999))
     assert picked["chosen"] == 0.97 and picked["table"][0]["precision"] == round(2 / 3, 4)
+
+
+def test_unanswerable_messages_count_against_precision():
+    matches = {"q1": match(cand("a", 0.99))}
+    without = {"q1": match(cand("z", 0.97)), "q2": match(cand("y", 0.5))}
+    out = score(matches, {"q1": {"a"}}, TiplineRule(0.95), without)
+    assert (out["messages"], out["answered"], out["precision"]) == (3, 2, 0.5)
+    assert out["answerable"] == {"messages": 1, "answered": 1, "precision": 1.0}
+    assert out["unanswerable"] == {"messages": 2, "answered_wrongly": 1}
