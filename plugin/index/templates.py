@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugin.errors import BadInput, ModelMismatch, NotFound
+from plugin.index import rolling
 from plugin.index.bodies import load_template, render
 from plugin.index.store import Store
 
@@ -102,6 +103,9 @@ def _version_of(index: str, alias: str) -> int:
 def current_index(store: Store, alias: str) -> str | None:
     found = store.alias_indices(alias)
     if len(found) > 1:
+        rolled = rolling.newest(alias, found)  # a rolling alias: its newest index is current
+        if rolled is not None:
+            return rolled
         raise BadInput(f"alias {alias!r} points at several indexes {found}; FactSieve expects one")
     return found[0] if found else None
 
@@ -207,6 +211,9 @@ def plain_index_bodies(template: str, alias: str, replicas: int, values: dict[st
     its other placeholders (the posts index's ``model`` and ``dimension``)."""
     body = render(load_template(f"{template}.index_template"),
                   {**(values or {}), "alias": alias, "replicas": replicas})
+    if template in rolling.ROLLING:  # a new write index each month (plugin.index.rolling)
+        return (f"factsieve-{alias}", body, rolling.first_index(alias),
+                {"aliases": {alias: {"is_write_index": True}}})
     return f"factsieve-{alias}", body, f"{alias}-v1", {"aliases": {alias: {}}}
 
 

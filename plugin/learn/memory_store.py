@@ -112,15 +112,18 @@ class PostMemory:
         self.ensure()
         doc_id = post_doc_id(tenant, post["id"])
         body = post_record(tenant, post, lang, self.vector(post["text"]), self.clock(), joined)
-        try:
-            self.store.put(self.alias, doc_id, body, create=True)
-            return
-        except Conflict:
-            pass
-        found = self.store.mget(self.alias, [doc_id], source=["created_at"]).get(doc_id)
+        # the alias rolls (plugin.index.rolling): a post first seen in an older month is
+        # rewritten where it is, never created again in the write index
+        found = self.store.mget_across(self.alias, [doc_id], source=["created_at"]).get(doc_id)
+        if found is None:
+            try:
+                self.store.put(self.alias, doc_id, body, create=True)
+                return
+            except Conflict:  # written by a concurrent delivery between the read and the write
+                found = self.store.mget_across(self.alias, [doc_id], source=["created_at"]).get(doc_id)
         if found is not None:
             body["created_at"] = found["_source"].get("created_at") or body["created_at"]
-        self.store.put(self.alias, doc_id, body)
+        self.store.put(found["_index"] if found else self.alias, doc_id, body)
 
     def neighbours(self, tenant: str, vector: Sequence[float], k: int) -> list[Neighbour]:
         """The tenant's ``k`` posts nearest ``vector``, with their cosine similarity."""

@@ -37,6 +37,7 @@ class Deployment:
         posts and claims aliases with their first indexes, the fusion pipelines, and the hosted model with
         its ingest pipeline and search template."""
         from plugin.evidence import evidence_spec
+        from plugin.index import rolling
         from plugin.index.templates import install_index, install_plain_index, template_bodies
 
         spec = self.factchecks.spec()
@@ -50,10 +51,12 @@ class Deployment:
                                               ("decisions", s.decisions_index, None),
                                               ("posts", s.posts_index, self.posts.template_values()),
                                               ("claims", s.claims_index, None))]
+        rolled = rolling.ensure_rolling(self.store, s.posts_index, s.posts_retention_days)
         return {"alias": spec.alias, "index": index, "embedding_model": spec.model,
                 "embedding_dim": spec.dimension, "templates": list(template_bodies(spec)),
                 "evidence_index": evidence, "jobs_index": s.jobs_index,
                 "review_index": review[0], "decisions_index": review[1], "posts_index": review[2], "claims_index": review[3],
+                "posts_rolling": rolled,
                 "search_pipelines": self.search_pipelines(), "hosted_model": self.host_model()}
 
     def search_pipelines(self, configs: Iterable[RetrievalConfig] | None = None) -> list[str]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from plugin.index.store import tls_options
+from plugin.index.connection import tls_options
 from plugin.index.translate import _denied
 from plugin.settings import Settings
 
