@@ -67,4 +67,4 @@ def match(body: s.MatchIn) -> Response:
 
 
 # the other areas, after these (their order is the OpenAPI document's)
-from api import routes_claims, routes_factchecks, routes_jobs, routes_review, routes_webhooks  # noqa: E402,F401
+from api import routes_channels, routes_claims, routes_factchecks, routes_jobs, routes_review, routes_webhooks  # noqa: E402,F401

@@ -27,6 +27,60 @@ def register(sub: Any, add: Any) -> None:
                     help="also send every message as if its fact-checks were not indexed (any answer there is wrong)")
     sp.add_argument("--json", action="store_true", help="print JSON (default: one line)")
 
+    channels = sub.add_parser("channels", help="tipline channels (Telegram bots, WhatsApp numbers)").add_subparsers(
+        dest="channels_command", required=True, metavar="COMMAND")
+    sp = add("add", cmd_channels_add, "add a channel; prints it with the webhook secret (Telegram) or verify token "
+             "(WhatsApp) made for it, shown only this once (secrets as FACTSIEVE_CHANNEL_* environment variables "
+             "or flags)", channels)
+    sp.add_argument("--kind", required=True, choices=["telegram", "whatsapp"])
+    sp.add_argument("--name", required=True, help="what the channel is (shown in lists)")
+    sp.add_argument("--tenant", default="default", help="the newsroom whose desk and claims it uses")
+    sp.add_argument("--phone-number-id", help="WhatsApp: the business number's id")
+    sp.add_argument("--default-lang", default="en", help="replies' language when the message's has no strings")
+    sp.add_argument("--threshold", metavar="T", help="answer without a person from this confidence (default tipline.json's)")
+    sp.add_argument("--template", metavar="NAME[:LANG]", help="WhatsApp: the template for answers outside 24 hours")
+    add("list", cmd_channels_list, "the channels (never their secrets)", channels)
+    sp = add("remove", cmd_channels_remove, "remove a channel", channels)
+    sp.add_argument("id")
+
+
+#: where ``channels add`` reads each secret (environment variables, so they stay out of the shell's history)
+SECRET_ENV = {"bot_token": "FACTSIEVE_CHANNEL_BOT_TOKEN", "access_token": "FACTSIEVE_CHANNEL_ACCESS_TOKEN",
+              "app_secret": "FACTSIEVE_CHANNEL_APP_SECRET"}
+
+
+def cmd_channels_add(args: argparse.Namespace, services: Services) -> int:
+    import os
+
+    fields: dict[str, Any] = {k: os.environ[v] for k, v in SECRET_ENV.items() if os.environ.get(v)}
+    if args.phone_number_id:
+        fields["phone_number_id"] = args.phone_number_id
+    fields["default_lang"] = args.default_lang
+    if args.threshold:
+        fields["threshold"] = parse_float("--threshold", args.threshold, lo=0.0, hi=1.0)
+    if args.template:
+        name, _, lang = args.template.partition(":")
+        fields["template"] = {"name": name, "lang": lang or "en"}
+    try:
+        ch, made = services.channels.create(args.kind, args.tenant, args.name, fields)
+    except BadInput as exc:
+        missing = [SECRET_ENV[f] for f in SECRET_ENV if f in exc.detail]
+        hint = f" (set {', '.join(missing)})" if missing else ""
+        raise BadInput(exc.detail + hint) from None
+    dump({**ch.public(), **made})
+    return 0
+
+
+def cmd_channels_list(args: argparse.Namespace, services: Services) -> int:
+    dump([c.public() for c in services.channels.list(None)])
+    return 0
+
+
+def cmd_channels_remove(args: argparse.Namespace, services: Services) -> int:
+    services.channels.remove(args.id, None)
+    dump({"removed": args.id})
+    return 0
+
 
 def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
     import uuid

@@ -251,6 +251,14 @@ class FactCheck(BaseModel):
                 for k, v in doc.items() if v is not None}
 
 
+#: why a candidate leads a match that learning put first: the desk confirmed it for a
+#: near-identical post (``plugin.learn.memory``), or for the post's claim (``plugin.claims.answer``).
+#: The one place these reasons are named; a person answered it in both cases.
+CONFIRMED_BY_DESK = "confirmed-by-desk"
+CONFIRMED_FOR_CLAIM = "confirmed-for-claim"
+DESK_ANSWERED = (CONFIRMED_BY_DESK, CONFIRMED_FOR_CLAIM)
+
+
 def post_doc_id(tenant: str, post_id: str) -> str:
     """A post's document id in the posts index: one per (tenant, post), so writing it again
     replaces it (the one place: the memory writes posts, the claims read and re-point them)."""

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from plugin.settings_channels import ChannelSettings
 from plugin.settings_llm import LLMSettings
 
 #: The model the demo, tests and benchmarks use: multilingual-e5-small rebuilt from PyPI packages
@@ -49,7 +50,7 @@ def env_file() -> Path | None:
     return Path(named) if named else None
 
 
-class Settings(BaseSettings, LLMSettings):
+class Settings(BaseSettings, LLMSettings, ChannelSettings):
     """Environment variables win over the settings file (``env_file``), which wins over the
     defaults; keyword arguments win over all three, and ``_env_file=None`` reads no file."""
 

@@ -15,9 +15,11 @@ TASKS = {JobKind.POST: "factsieve.process_post", JobKind.VERIFY: "factsieve.veri
          JobKind.RERANK: "factsieve.rerank", JobKind.INGEST: "factsieve.ingest",
          JobKind.EVIDENCE: "factsieve.ingest_evidence"}
 DELIVER = "factsieve.deliver_webhook"
+#: one planned tipline message (``plugin.channels.outbox``), on the webhooks queue
+CHANNEL_SEND = "factsieve.send_channel_message"
 ROUTES = {TASKS[JobKind.POST]: "match", TASKS[JobKind.VERIFY]: "verify",
           TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest",
-          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks"}
+          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks", CHANNEL_SEND: "webhooks"}
 
 
 def job_sender(app: Any) -> Any:
@@ -35,5 +37,14 @@ def delivery_sender(app: Any) -> Any:
     twice): the workers' handlers and ``Services.send_delivery`` (the review desk's events)."""
     def send(delivery_id: str) -> Any:
         return app.send_task(DELIVER, args=[delivery_id], task_id=delivery_id)
+
+    return send
+
+
+def channel_sender(app: Any) -> Any:
+    """Send one planned tipline message to its task under its own id (a re-run never sends
+    twice): ``Services.send_channel``."""
+    def send(message_id: str) -> Any:
+        return app.send_task(CHANNEL_SEND, args=[message_id], task_id=message_id)
 
     return send

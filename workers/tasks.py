@@ -20,7 +20,7 @@ from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
 from workers.app import services_of
-from workers.names import DELIVER, delivery_sender
+from workers.names import CHANNEL_SEND, DELIVER, delivery_sender
 
 log = get_task_logger(__name__)
 
@@ -109,3 +109,19 @@ def deliver_webhook(self: Task, delivery_id: str) -> str:
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status.value
+
+
+@shared_task(bind=True, name=CHANNEL_SEND, max_retries=None)
+def send_channel_message(self: Task, message_id: str) -> str:
+    """One attempt of a tipline message (``plugin.channels.outbox.attempt``); the next is
+    scheduled after Telegram's ``retry_after``, WhatsApp's rate limit or the backoff."""
+    from plugin.channels.outbox import attempt
+
+    services = services_of(self.app)
+    try:
+        retry_in = attempt(services.settings, services.channels, message_id)
+    except BackendUnavailable as exc:
+        raise self.retry(exc=exc, countdown=backoff_delay(self.request.retries + 1, 2.0, 300.0)) from None
+    if retry_in is not None:
+        raise self.retry(countdown=retry_in)
+    return "done"

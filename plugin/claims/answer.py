@@ -13,13 +13,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from plugin.models import STORED_FIELDS
+from plugin.models import CONFIRMED_BY_DESK, CONFIRMED_FOR_CLAIM, STORED_FIELDS
 from plugin.search.result import Candidate, Match
 
-#: the reason a match carries when the desk confirmed it for the post's claim
-CONFIRMED_FOR_CLAIM = "confirmed-for-claim"
-#: the reason memory gives (``plugin.learn.memory.CONFIRMED_BY_DESK``), which takes precedence
-CONFIRMED_BY_DESK = "confirmed-by-desk"
 #: see the module's docstring
 CLAIM_CONFIDENCE = 0.82
 

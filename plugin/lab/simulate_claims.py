@@ -29,9 +29,10 @@ from typing import Any
 
 from plugin.lab.clusters import gold_claims, scores
 from plugin.lab.simulate import SHOWN
+from plugin.models import DESK_ANSWERED
 from plugin.learn.memory_reposts import repost
 
-ANSWERED = ("confirmed-for-claim", "confirmed-by-desk")
+ANSWERED = DESK_ANSWERED
 
 
 def stream_of(queries: Sequence[Mapping[str, Any]], reposts: int, seed: int) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from plugin.errors import DecisionConflict, NotFound
 from plugin.review.records import Decision
 from plugin.search.result import Match
+from plugin.models import CONFIRMED_BY_DESK
 
 if TYPE_CHECKING:
     from plugin.learn.calibration_store import Recalibrations
@@ -29,8 +30,6 @@ log = logging.getLogger(__name__)
 
 #: the actor auto-confirmed decisions are recorded under (origin ``auto``)
 AUTO_ACTOR = "factsieve-auto"
-#: the memory step's reason for a pair the desk confirmed: its confidence is left alone
-CONFIRMED_BY_DESK = "confirmed-by-desk"
 
 
 def calibrator_of(config: str | None) -> str | None:

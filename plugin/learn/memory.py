@@ -24,14 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from plugin.models import STORED_FIELDS
+from plugin.models import CONFIRMED_BY_DESK, STORED_FIELDS
 from plugin.review.model import Action, superseded
 from plugin.review.records import Decision
 from plugin.search.duplicates import DUPLICATE_JACCARD, post_words, similar
 from plugin.search.result import Candidate, Match
 
-#: the reason a match carries when the desk confirmed it for this post or a re-post of it
-CONFIRMED_BY_DESK = "confirmed-by-desk"
 #: actions that confirm their fact-check, and those that reject what they name (or all shown)
 CONFIRMS = frozenset({Action.CONFIRM, Action.MANUAL})
 REJECTS = frozenset({Action.REJECT, Action.NONE})

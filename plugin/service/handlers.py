@@ -100,6 +100,10 @@ def post_image(services: Services, job: dict[str, Any]) -> ImageAnalysis | None:
     body, named in the post by ``image_sha256``; an ``image_url`` is fetched now); ``None`` for
     a post without one."""
     post = job["input"]["post"]
+    if (job["input"].get("channel") or {}).get("media"):  # a tipline photo: from its channel
+        from plugin.service.tipline import channel_image
+
+        return channel_image(services, job)
     if post.get("image_sha256"):
         data = {"image": services.jobs.body(job["id"])}
     elif post.get("image_url"):
@@ -116,7 +120,8 @@ def run_post(services: Services, job: dict[str, Any],
     it (``plugin.service.claiming``, ``Services.posts``),
     record its review item (``ReviewDesk.record_item``, which applies the tenant's review rules),
     auto-confirm it when the tenant opted in, then plan and enqueue a ``post.matched`` delivery
-    for every subscription whose filters it passes and whose threshold its best match clears."""
+    for every subscription whose filters it passes and whose threshold its best match clears;
+    a tipline message is then answered (``plugin.service.tipline.after_match``)."""
     given = job["input"]["post"]
     tenant = job.get("tenant", DEFAULT_TENANT)
     image = post_image(services, job)
@@ -157,5 +162,10 @@ def run_post(services: Services, job: dict[str, Any],
                                              dedupe_key=f"{hot.id}:{hot.trending_at}")
                 enqueue_delivery(did)
                 deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
-    return {"post_id": post["id"], "lang": result["lang"], "best_score": best, "match": result,
-            "claim": joined.to_dict(), "deliveries": deliveries}
+    out = {"post_id": post["id"], "lang": result["lang"], "best_score": best, "match": result,
+           "claim": joined.to_dict(), "deliveries": deliveries}
+    if job["input"].get("channel"):  # a tipline message: its reply, after everything above
+        from plugin.service.tipline import after_match
+
+        out["tipline"] = after_match(services, job, found, joined.claim_id, services.queue_message)
+    return out

@@ -210,12 +210,13 @@ class JobStore:
         return self.get(job["id"]), False
 
     def submit_post(self, post: dict[str, Any], tenant: str = DEFAULT_TENANT, *,
-                    body: str | None = None) -> tuple[dict[str, Any], bool]:
+                    body: str | None = None, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
         """Record a post's job, idempotent on the post id: the same post again returns its job
         (``created`` false); the same id with different content is a ``Conflict``. ``body``: what
-        the job reads beside its input (a post's image, which ``post`` names by digest)."""
+        the job reads beside its input (a post's image, which ``post`` names by digest);
+        ``extra``: more of the job's input (a tipline message's ``channel``: ``plugin.service.tipline``)."""
         fp = fingerprint(post)
-        job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp},
+        job, created = self.create(JobKind.POST, {"post": post, "fingerprint": fp, **(extra or {})},
                                    job_id=self.post_job(post["id"], tenant), ref=post["id"],
                                    tenant=tenant, body=body)
         if not created and not owns(job, post["id"], tenant):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from plugin.ingest.factchecks import FactCheckIndex
     from plugin.learn.calibration_store import Recalibrations
     from plugin.claims.store import ClaimStore
+    from plugin.channels.store import ChannelStore
     from plugin.learn.memory_store import PostMemory
     from plugin.learn.reranker_store import Champions
     from plugin.learn.steps import Learning
@@ -60,6 +61,8 @@ class Services:
         #: sends a planned webhook delivery to its Celery task (``create_celery`` sets it too):
         #: how the review desk's decision events leave the API process
         self.send_delivery: Callable[[str], Any] | None = None
+        #: sends a planned tipline message to its Celery task (``create_celery`` sets it)
+        self.send_channel: Callable[[str], Any] | None = None
 
     def _get(self, name: str, build: Callable[[], T]) -> T:
         part = self._parts.get(name)
@@ -121,6 +124,18 @@ class Services:
     def webhooks(self) -> WebhookStore:
         return self._get("webhooks", lambda: WebhookStore(self.kv, self.settings))
 
+    @property
+    def channels(self) -> ChannelStore:
+        """The tipline's channels, users, asks and outbox (``plugin.channels.store``)."""
+        from plugin.channels.store import ChannelStore
+
+        return self._get("channels", lambda: ChannelStore(self.kv))
+
+    def queue_message(self, message_id: str) -> Any:
+        if self.send_channel is None:
+            raise BackendUnavailable("this process has no queue to send tipline messages to")
+        return self.send_channel(message_id)
+
     def _send_delivery(self, delivery_id: str) -> Any:
         if self.send_delivery is None:
             raise BackendUnavailable("this process has no queue to send webhook deliveries to")
@@ -153,15 +168,25 @@ class Services:
     @property
     def review(self) -> ReviewDesk:
         """The review queue and decision log: manual searches go through the one match path;
-        decisions send their webhooks through ``send_delivery``; items are made as the tenant's
+        decisions send their webhooks through ``send_delivery`` and the desk's answers to the
+        tipline's askers through ``send_channel``; items are made as the tenant's
         ``review_rules`` say (the file is read when the first item is recorded)."""
         from plugin.review.desk import ReviewDesk
         from plugin.review.events import notifier
         from plugin.service.matching import match_post
+        from plugin.service.tipline import desk_notifier
+
+        hooks = notifier(self.webhooks, self._send_delivery)
+        tipline = desk_notifier(self, self.queue_message)
+
+        def notify(*args: Any, **kwargs: Any) -> list[str]:  # webhooks, then the tipline's askers
+            planned = hooks(*args, **kwargs)
+            tipline(*args, **kwargs)
+            return planned
 
         return self._get("review", lambda: ReviewDesk(
             self.store, self.settings, search=lambda tenant, req: match_post(self.matching, req, tenant),
-            notify=notifier(self.webhooks, self._send_delivery),
+            notify=notify,
             rules=lambda tenant: self.review_rules.for_tenant(tenant)))
 
     @property

@@ -193,9 +193,20 @@ def down_origin() -> str:
 
 
 @pytest.fixture(scope="session")
-def api_settings(settings, receiver, down_origin):
+def channel_fakes():
+    """The fake Telegram and WhatsApp APIs (``tests.integration.channel_fakes``)."""
+    from tests.integration.channel_fakes import ChannelFakes
+
+    fakes = ChannelFakes()
+    yield fakes
+    fakes.close()
+
+
+@pytest.fixture(scope="session")
+def api_settings(settings, receiver, down_origin, channel_fakes):
     return namespaced(settings, uuid.uuid4().hex[:10],
-                      webhook_allowed_hosts=(receiver.origin, down_origin))
+                      webhook_allowed_hosts=(receiver.origin, down_origin),
+                      telegram_api_url=channel_fakes.telegram_url, whatsapp_api_url=channel_fakes.whatsapp_url)
 
 
 @pytest.fixture(scope="session")

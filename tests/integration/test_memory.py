@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from plugin.learn.memory import CONFIRMED_BY_DESK
+from plugin.models import CONFIRMED_BY_DESK
 from plugin.search.request import MatchRequest
 from plugin.service.matching import Occasion, match_post
 from plugin.service import handlers

@@ -1,7 +1,8 @@
 """A claim's confirmed fact-check first in a later post's match (pure), and the claim step."""
 from __future__ import annotations
 
-from plugin.claims.answer import CLAIM_CONFIDENCE, CONFIRMED_BY_DESK, CONFIRMED_FOR_CLAIM, inherited
+from plugin.claims.answer import CLAIM_CONFIDENCE, inherited
+from plugin.models import CONFIRMED_BY_DESK, CONFIRMED_FOR_CLAIM
 from plugin.claims.cluster import Earlier, PostSignals
 from plugin.claims.records import Claim, FactCheckRef, Lead
 from plugin.learn.claim_step import ClaimAnswer

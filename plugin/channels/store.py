@@ -1,0 +1,200 @@
+"""The tipline's state in Redis (through ``plugin.kv``): channels with their secrets, users (as
+keyed hashes; a raw chat id or phone number only while a reply is owed to it), who asked about
+which claim, updates already taken (a retried update is processed once), each request's outcome,
+and the outbox of messages to send.
+
+Keys under the deployment's prefix: ``channel:<id>``, ``channels``; ``tipuser:<channel>:<user>``;
+``tipasks:<tenant>:<claim>``, ``tipasked:<channel>:<user>``; ``tipseen:<channel>:<key>``;
+``tipevents:<channel>``; ``tipout:<id>``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from plugin.channels.records import REQUIRED, Channel, Kind, Outgoing
+from plugin.errors import BadInput, InvalidRequest, NotFound
+from plugin.kv import KV
+
+#: what ``create`` makes: an id is checked against it before it names a Redis key
+CHANNEL_ID = re.compile(r"ch_[0-9a-f]{16}")
+#: an update is remembered this long (Telegram and Meta retry for hours, not weeks)
+SEEN_TTL_S = 7 * 24 * 3600
+#: request outcomes kept per channel (the newest)
+MAX_EVENTS = 10_000
+#: a planned message is kept this long, sent or not
+OUTBOX_TTL_S = 7 * 24 * 3600
+#: the outcomes a request ends with (Meedan Check's list)
+OUTCOMES = ("answered", "relevant", "irrelevant", "queued", "no_result", "desk_answered", "timeout")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class ChannelStore:
+    def __init__(self, kv: KV, *, clock: Any = time.time) -> None:
+        self.kv = kv
+        self.clock = clock
+
+    # -- channels ----------------------------------------------------------------------------------
+    def create(self, kind: str, tenant: str, name: str, fields: Mapping[str, Any]) -> tuple[Channel, dict[str, str]]:
+        """A new channel; returns it and the secrets FactSieve made for it (Telegram's webhook
+        ``secret_token``, WhatsApp's ``verify_token``), shown this once."""
+        try:
+            k = Kind(kind)
+        except ValueError:
+            raise InvalidRequest(f"kind: {kind[:40]!r} is not telegram or whatsapp", errors=[
+                {"field": "kind", "message": "not telegram or whatsapp", "type": "enum"}]) from None
+        missing = [f for f in REQUIRED[k] if not str(fields.get(f) or "").strip()]
+        if missing:
+            raise InvalidRequest(f"a {k.value} channel needs {', '.join(missing)}", errors=[
+                {"field": f, "message": "required", "type": "missing"} for f in missing])
+        name = name.strip()
+        if not 1 <= len(name) <= 200 or any(ord(c) < 32 for c in name):
+            raise BadInput("a channel needs a name of 1 to 200 characters, without control characters")
+        made = ({"secret_token": secrets.token_urlsafe(32)} if k is Kind.TELEGRAM
+                else {"verify_token": secrets.token_urlsafe(24)})
+        given = {f: str(fields[f]).strip() for f in ("bot_token", "access_token", "app_secret") if fields.get(f)}
+        template = fields.get("template")
+        if template is not None and (not isinstance(template, Mapping) or not template.get("name")):
+            raise BadInput("template: {\"name\": ..., \"lang\": ...} (a pre-approved WhatsApp template)")
+        threshold = fields.get("threshold")
+        if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
+            raise BadInput("threshold: a number from 0 to 1")
+        ch = Channel(id="ch_" + secrets.token_hex(8), tenant=tenant, kind=k, name=name, created_at=now_iso(),
+                     threshold=None if threshold is None else float(threshold),
+                     default_lang=str(fields.get("default_lang") or "en")[:10],
+                     template=dict(template) if template else None,
+                     phone_number_id=str(fields.get("phone_number_id") or "").strip() or None,
+                     secrets={**given, **made}, user_salt=secrets.token_hex(16))
+        pipe = self.kv.client.pipeline()
+        pipe.set(self.kv.key("channel", ch.id), json.dumps(ch.to_source()))
+        pipe.sadd(self.kv.key("channels"), ch.id)
+        self.kv.call("create channel", pipe.execute)
+        return ch, made
+
+    def find(self, channel_id: str) -> Channel | None:
+        if not CHANNEL_ID.fullmatch(channel_id):
+            return None
+        raw = self.kv.call("read channel", self.kv.client.get, self.kv.key("channel", channel_id))
+        return Channel.from_source(json.loads(raw)) if raw else None
+
+    def get(self, channel_id: str, tenant: str | None) -> Channel:
+        """The channel, if ``tenant`` (``None``: an admin of all) may see it, else ``NotFound``."""
+        ch = self.find(channel_id)
+        if ch is None or (tenant is not None and ch.tenant != tenant):
+            raise NotFound(f"no channel with id {channel_id[:80]!r}")
+        return ch
+
+    def list(self, tenant: str | None) -> list[Channel]:
+        ids = sorted(self.kv.call("list channels", self.kv.client.smembers, self.kv.key("channels")))
+        found = [self.find(i) for i in ids]
+        return [c for c in found if c is not None and (tenant is None or c.tenant == tenant)]
+
+    def remove(self, channel_id: str, tenant: str | None) -> None:
+        ch = self.get(channel_id, tenant)
+        pipe = self.kv.client.pipeline()
+        pipe.delete(self.kv.key("channel", ch.id))
+        pipe.srem(self.kv.key("channels"), ch.id)
+        self.kv.call("remove channel", pipe.execute)
+
+    # -- updates, users, asks ------------------------------------------------------------------------
+    def first_time(self, channel: Channel, key: str) -> bool:
+        """Whether this update is new (True once per key: a retried update is False)."""
+        return bool(self.kv.call("mark update", self.kv.client.set, self.kv.key("tipseen", channel.id, key), "1",
+                                 nx=True, ex=SEEN_TTL_S))
+
+    def touch(self, channel: Channel, raw_user: str, at: float, lang: str | None) -> str:
+        """A message from a user: their last message time (WhatsApp's window), language, and the
+        raw id (a reply is owed now); a stopped user who writes again is back. Their key."""
+        user = channel.user_key(raw_user)
+        fields = {"chat": raw_user, "last_in": str(at or self.clock()), "stopped": "0"}
+        if lang:
+            fields["lang"] = lang[:10]
+        self.kv.call("touch tipline user", self.kv.client.hset, self.kv.key("tipuser", channel.id, user), mapping=fields)
+        return user
+
+    def user(self, channel: Channel, user: str) -> dict[str, str]:
+        return self.kv.call("read tipline user", self.kv.client.hgetall, self.kv.key("tipuser", channel.id, user))
+
+    def ask(self, channel: Channel, user: str, tenant: str, claim_id: str, post_id: str, lang: str) -> None:
+        """The user waits for the desk's answer on ``claim_id``."""
+        entry = json.dumps({"channel": channel.id, "user": user, "post_id": post_id, "lang": lang, "at": self.clock()})
+        pipe = self.kv.client.pipeline()
+        pipe.hset(self.kv.key("tipasks", tenant, claim_id), f"{channel.id}:{user}", entry)
+        pipe.sadd(self.kv.key("tipasked", channel.id, user), f"{tenant}\x1f{claim_id}")
+        self.kv.call("record ask", pipe.execute)
+
+    def take_asks(self, tenant: str, claim_ids: list[str]) -> list[dict[str, Any]]:
+        """Who waits on these claims, taken (each answered once): one per user."""
+        out: dict[str, dict[str, Any]] = {}
+        for claim_id in claim_ids:
+            key = self.kv.key("tipasks", tenant, claim_id)
+            pipe = self.kv.client.pipeline(transaction=True)
+            pipe.hgetall(key)
+            pipe.delete(key)
+            got, _ = self.kv.call("take asks", pipe.execute)
+            for who, raw in (got or {}).items():
+                entry = json.loads(raw)
+                out.setdefault(who, entry)
+                self.kv.call("unmark ask", self.kv.client.srem, self.kv.key("tipasked", entry["channel"], entry["user"]),
+                             f"{tenant}\x1f{claim_id}")
+        return list(out.values())
+
+    def release(self, channel: Channel, user: str) -> None:
+        """Forget the raw id once no reply is owed (no open ask)."""
+        if not self.kv.call("count asks", self.kv.client.scard, self.kv.key("tipasked", channel.id, user)):
+            self.kv.call("forget raw id", self.kv.client.hdel, self.kv.key("tipuser", channel.id, user), "chat")
+
+    def stop(self, channel: Channel, user: str) -> None:
+        """No more messages: the user is marked stopped, their open asks dropped and their raw id
+        forgotten (only the keyed hash stays, with the stop)."""
+        asked = self.kv.call("read asks", self.kv.client.smembers, self.kv.key("tipasked", channel.id, user))
+        pipe = self.kv.client.pipeline()
+        for entry in asked:
+            tenant, claim_id = entry.split("\x1f", 1)
+            pipe.hdel(self.kv.key("tipasks", tenant, claim_id), f"{channel.id}:{user}")
+        pipe.delete(self.kv.key("tipasked", channel.id, user))
+        pipe.hdel(self.kv.key("tipuser", channel.id, user), "chat", "lang")
+        pipe.hset(self.kv.key("tipuser", channel.id, user), "stopped", "1")
+        self.kv.call("stop tipline user", pipe.execute)
+
+    def outcome(self, channel: Channel, post_id: str, user: str, outcome: str, **extra: Any) -> None:
+        """A request's outcome, as an event of the channel (newest first, the last ``MAX_EVENTS``)."""
+        assert outcome in OUTCOMES, outcome
+        event = json.dumps({"post_id": post_id, "user": user, "outcome": outcome, "at": now_iso(), **extra})
+        pipe = self.kv.client.pipeline()
+        pipe.lpush(self.kv.key("tipevents", channel.id), event)
+        pipe.ltrim(self.kv.key("tipevents", channel.id), 0, MAX_EVENTS - 1)
+        self.kv.call("record outcome", pipe.execute)
+
+    def events(self, channel: Channel, limit: int = 100) -> list[dict[str, Any]]:
+        raw = self.kv.call("read outcomes", self.kv.client.lrange, self.kv.key("tipevents", channel.id), 0, limit - 1)
+        return [json.loads(r) for r in raw]
+
+    # -- the outbox -------------------------------------------------------------------------------------
+    def plan(self, channel: Channel, chat: str, user: str, out: Outgoing, dedupe: str) -> str | None:
+        """A message to send, under an id made from what it is for (planning it twice is one
+        message); ``None`` when it was planned before."""
+        mid = "tmsg_" + hashlib.sha256(f"{channel.id}\x1f{user}\x1f{dedupe}".encode()).hexdigest()[:24]
+        item = {"id": mid, "channel": channel.id, "chat": chat, "user": user, "created_at": now_iso(),
+                "text": out.text, "buttons": [[b.id, b.title] for b in out.buttons], "template": out.template,
+                "status": "pending", "attempts": 0}
+        made = self.kv.call("plan message", self.kv.client.set, self.kv.key("tipout", mid), json.dumps(item),
+                            nx=True, ex=OUTBOX_TTL_S)
+        return mid if made else None
+
+    def item(self, mid: str) -> dict[str, Any] | None:
+        raw = self.kv.call("read message", self.kv.client.get, self.kv.key("tipout", mid))
+        return json.loads(raw) if raw else None
+
+    def save(self, item: dict[str, Any]) -> None:
+        self.kv.call("save message", self.kv.client.set, self.kv.key("tipout", item["id"]), json.dumps(item),
+                     ex=OUTBOX_TTL_S)
