@@ -6,6 +6,7 @@
   .venv/bin/python scripts/api_checks.py posts [--celery-workers 1,2] [--posts 200] [--opensearch URL,..] [--replicas N]
   .venv/bin/python scripts/api_checks.py fairness [--flood 40] [--quiet 8] [--fifo]
   .venv/bin/python scripts/api_checks.py hostile
+  .venv/bin/python scripts/api_checks.py tipline [--texts 40] [--photos 15]
 
 Each run makes its own deployment (Redis prefix, fact-check alias with the bundled samples,
 jobs alias, API key), starts gunicorn with 2 workers on a free 127.0.0.1 port, measures, prints
@@ -433,6 +434,13 @@ def cmd_hostile(args: argparse.Namespace) -> dict:
     raise SystemExit(hostile_probes.run(sys.modules[__name__]))
 
 
+def cmd_tipline(args: argparse.Namespace) -> dict:
+    """A tipline user's wait for the first reply, text and photo (``tipline_bench``)."""
+    import tipline_bench as tb
+
+    return tb.run(sys.modules[__name__], sample_posts(), args.texts, args.photos, args.timeout)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -461,9 +469,14 @@ def main() -> None:
     fair.add_argument("--timeout", type=float, default=300)
     sub.add_parser("hostile", help="issue 21's hostile inputs against a served API and workers: "
                                    "one JSON line per probe, then a summary; exit 1 if any fails")
+    tip = sub.add_parser("tipline", help="a tipline message's first reply, text and photo, through the fake "
+                                         "Telegram API and one worker")
+    tip.add_argument("--texts", type=int, default=40)
+    tip.add_argument("--photos", type=int, default=15)
+    tip.add_argument("--timeout", type=float, default=120)
     args = p.parse_args()
     result = {"load": cmd_load, "schemathesis": cmd_schemathesis, "posts": cmd_posts,
-              "fairness": cmd_fairness, "hostile": cmd_hostile}[args.command](args)
+              "fairness": cmd_fairness, "hostile": cmd_hostile, "tipline": cmd_tipline}[args.command](args)
     print(json.dumps(result, indent=2))
 
 

@@ -4,8 +4,10 @@
 A message is matched exactly as a post is (the one match path, the tenant's learning applied).
 **Sure**: the best match's calibrated confidence is at least the threshold (the tenant's
 auto-confirm tier, a channel's own, or ``tipline.json``'s default): the reply lists the matches at
-or above it, best first, at most ``max_results``. **Not sure** (below it, or no match, or a
-configuration without a confidence model): the desk looks into it.
+or above it, best first, at most ``max_results``; a match the desk answered (confirmed for the
+post or a re-post of it, or for its claim: ``plugin.models.DESK_ANSWERED``) is sure whatever its
+confidence, and is the answer. **Not sure** (below it, or no match, or a configuration without a
+confidence model): the desk looks into it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from plugin.models import DESK_ANSWERED
 from plugin.search.result import Candidate, Match
 
 RULE_FILE = Path(__file__).with_name("tipline.json")
@@ -46,6 +49,8 @@ def decide(match: Match, rule: TiplineRule) -> Reply:
     top = match.best
     if top is None:
         return Reply(False, reason="no_match")
+    if top.reason in DESK_ANSWERED:
+        return Reply(True, (top,))
     if top.confidence is None:
         return Reply(False, reason="no_confidence")
     if top.confidence < rule.threshold:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from plugin.channels import messages, strings
 from plugin.channels.answer import Reply, decide, default_rule
 from plugin.channels.records import Action, Channel, Inbound, Kind, Outgoing
-from plugin.models import DESK_ANSWERED, post_doc_id
+from plugin.models import post_doc_id
 from plugin.search.result import Match
 
 if TYPE_CHECKING:
@@ -104,13 +104,13 @@ def _message(services: Services, channel: Channel, inb: Inbound, user: str, lang
     post: dict[str, Any] = {"id": f"{PREFIX[channel.kind]}-{channel.id}-{inb.key}", "text": inb.text[:10_000]}
     if inb.at:
         post["date"] = datetime.fromtimestamp(inb.at, tz=timezone.utc).date().isoformat()
+    if inb.media:  # a photo takes seconds to read: say so at once (queued before the job)
+        _plan(services, send, channel, inb.user, user, messages.plain(words(services), channel.tenant, lang, "checking"),
+              f"checking:{post['id']}")
     extra = {"channel": {"id": channel.id, "user": user, "media": inb.media, "forwarded": inb.forwarded}}
     job, created = services.jobs.submit_post(post, channel.tenant, extra=extra)
     if created:
         enqueue_job(job["id"])
-    if inb.media:  # a photo takes seconds to read: say so at once
-        _plan(services, send, channel, inb.user, user, messages.plain(words(services), channel.tenant, lang, "checking"),
-              f"checking:{post['id']}")
 
 
 def channel_image(services: Services, job: Mapping[str, Any]) -> ImageAnalysis | None:
@@ -127,12 +127,8 @@ def channel_image(services: Services, job: Mapping[str, Any]) -> ImageAnalysis |
 
 
 def sure_reply(found: Match, channel: Channel) -> Reply:
-    """``decide`` at the channel's threshold, where a match the desk answered (for the post or
-    its claim) is sure whatever its confidence."""
+    """``decide`` at the channel's threshold (its own, else ``tipline.json``'s)."""
     rule = default_rule() if channel.threshold is None else replace(default_rule(), threshold=channel.threshold)
-    top = found.best
-    if top is not None and top.reason in DESK_ANSWERED:
-        return Reply(True, (top,))
     return decide(found, rule)
 
 

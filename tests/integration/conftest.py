@@ -194,8 +194,8 @@ def down_origin() -> str:
 
 @pytest.fixture(scope="session")
 def channel_fakes():
-    """The fake Telegram and WhatsApp APIs (``tests.integration.channel_fakes``)."""
-    from tests.integration.channel_fakes import ChannelFakes
+    """The fake Telegram and WhatsApp APIs (``plugin.lab.channel_fakes``)."""
+    from plugin.lab.channel_fakes import ChannelFakes
 
     fakes = ChannelFakes()
     yield fakes

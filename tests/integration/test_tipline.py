@@ -1,4 +1,4 @@
-"""Tiplines end to end: the fake Telegram and WhatsApp APIs (``channel_fakes``) send updates as the
+"""Tiplines end to end: the fake Telegram and WhatsApp APIs (``plugin.lab.channel_fakes``) send updates as the
 official docs show to the real API; a real worker matches each message on the post path over the
 real OpenSearch and Redis and answers through the fakes. Sure answers, a photo, the desk's answer
 to everyone who asked, WhatsApp's 24-hour window, forged requests, retried updates, /stop."""

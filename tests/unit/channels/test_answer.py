@@ -28,6 +28,17 @@ def test_not_sure_says_why():
     assert decide(match(cand("a", None)), RULE) == Reply(False, reason="no_confidence")
 
 
+def test_what_the_desk_answered_is_sure_whatever_its_confidence():
+    from dataclasses import replace
+
+    from plugin.models import DESK_ANSWERED
+
+    for reason in DESK_ANSWERED:
+        answered = replace(cand("a", 0.6), reason=reason)
+        assert decide(match(answered, cand("b", 0.95)), RULE) == Reply(True, (answered,))
+    assert decide(match(replace(cand("a", 0.6), reason="something-else")), RULE).reason == "unsure"
+
+
 def test_the_default_rule_is_the_data_file():
     rule = default_rule()
     assert 0.5 <= rule.threshold <= 1.0 and rule.max_results == 3

@@ -1,6 +1,7 @@
 """A fake Telegram Bot API and a fake WhatsApp Cloud API in one small HTTP server on 127.0.0.1:
-they record what FactSieve sends, answer as the official docs show, and serve the photos a test
-put there. The deployment under test points FACTSIEVE_TELEGRAM_API_URL at ``<origin>/tg`` and
+they record what FactSieve sends (with when: ``time.monotonic``), answer as the official docs
+show, and serve the photos a test or a benchmark put there (the end-to-end tests,
+``scripts/bench_tipline.py``). The deployment under test points FACTSIEVE_TELEGRAM_API_URL at ``<origin>/tg`` and
 FACTSIEVE_WHATSAPP_API_URL at ``<origin>/wa/v21.0``.
 
 ``rate_limit(n)`` makes the next ``n`` sends answer as each API does when rate-limited
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -88,16 +90,18 @@ class ChannelFakes:
 
     def _record(self, kind: str, method: str, who: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
-            self.sent.append({"kind": kind, "method": method, "who": who, "body": body, "headers": headers})
+            self.sent.append({"kind": kind, "method": method, "who": who, "body": body, "headers": headers,
+                              "at": time.monotonic()})
 
     def rate_limit(self, n: int) -> None:
         with self.lock:
             self.limited = n
 
-    def to(self, chat: str) -> list[dict[str, Any]]:
-        """What was sent to a Telegram chat id or a WhatsApp number, oldest first."""
+    def to(self, chat: str | int, *, timed: bool = False) -> list[Any]:
+        """What was sent to a Telegram chat id or a WhatsApp number, oldest first (``timed``:
+        ``(monotonic time, body)`` pairs)."""
         with self.lock:
-            return [s["body"] for s in self.sent
+            return [(s["at"], s["body"]) if timed else s["body"] for s in self.sent
                     if str(s["body"].get("chat_id") or s["body"].get("to")) == str(chat) and s["method"] in ("sendMessage", "messages")]
 
     def close(self) -> None:
