@@ -20,6 +20,7 @@ from tests.conftest import ROOT
 from tests.integration.conftest import (
     API_FACTCHECKS,
     Worker,
+    channel_fakes,
     cleanup_deployment,
     namespaced,
     receiver,
@@ -27,7 +28,8 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_api_server import serving
 
-__all__ = ["receiver"]  # the integration suite's webhook receiver, as a fixture here too
+#: the integration suite's webhook receiver and fake tipline APIs, as fixtures here too
+__all__ = ["channel_fakes", "receiver"]
 
 CHROMIUM = "/usr/bin/chromium"
 #: the docs' pictures of the desk, written only by ``make docs-images`` (which names this folder
@@ -46,8 +48,9 @@ def screenshots(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def desk_settings(settings, receiver):
-    return namespaced(settings, uuid.uuid4().hex[:10], webhook_allowed_hosts=(receiver.origin,))
+def desk_settings(settings, receiver, channel_fakes):
+    return namespaced(settings, uuid.uuid4().hex[:10], webhook_allowed_hosts=(receiver.origin,),
+                      telegram_api_url=channel_fakes.telegram_url, whatsapp_api_url=channel_fakes.whatsapp_url)
 
 
 @pytest.fixture(scope="session")

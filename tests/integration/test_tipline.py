@@ -254,3 +254,23 @@ def test_channels_are_managed_by_admins_and_never_show_their_secrets(client, cha
     assert client.delete(f"/v1/channels/{ch['id']}", headers=admin).status_code == 204
     assert client.delete(f"/v1/channels/{ch['id']}", headers=admin).status_code == 404
     assert send_tg(client, ch, tg_update(1, FIVE_G)).status_code == 404
+
+
+def test_rate_limits_are_waited_out(client, channel, worker, channel_fakes):
+    """Telegram's 429 with retry_after and WhatsApp's 130429 are retried after the wait: the
+    answer arrives once."""
+    tg = channel(threshold=0.3)
+    chat = uuid.uuid4().int % 10**9
+    channel_fakes.rate_limit(1)
+    t0 = time.monotonic()
+    send_tg(client, tg, tg_update(chat, FIVE_G))
+    [answer] = messages_to(channel_fakes, chat)
+    assert "5G mobile" in answer["text"] and time.monotonic() - t0 >= 1.0  # retry_after: 1
+    wa = channel("whatsapp", threshold=0.3)
+    phone = "34600000009"
+    channel_fakes.rate_limit(1)
+    send_wa(client, wa, wa_notification(wa, phone, FIVE_G))
+    [answer] = messages_to(channel_fakes, phone)
+    assert answer["type"] == "interactive" and "5G mobile" in answer["interactive"]["body"]["text"]
+    time.sleep(1)
+    assert len(channel_fakes.to(chat)) == 1 and len(channel_fakes.to(phone)) == 1
