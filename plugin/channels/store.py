@@ -5,7 +5,7 @@ and the outbox of messages to send.
 
 Keys under the deployment's prefix: ``channel:<id>``, ``channels``; ``tipuser:<channel>:<user>``;
 ``tipasks:<tenant>:<claim>``, ``tipasked:<channel>:<user>``; ``tipseen:<channel>:<key>``;
-``tipevents:<channel>``; ``tipout:<id>``.
+``tipevents:<channel>``; ``tipsent:<channel>:<post>``; ``tipout:<id>``.
 """
 from __future__ import annotations
 
@@ -174,6 +174,15 @@ class ChannelStore:
         pipe.lpush(self.kv.key("tipevents", channel.id), event)
         pipe.ltrim(self.kv.key("tipevents", channel.id), 0, MAX_EVENTS - 1)
         self.kv.call("record outcome", pipe.execute)
+
+    def answered_with(self, channel: Channel, post_id: str, factcheck_ids: list[str]) -> None:
+        """The fact-checks a post's user was sent (what their "helped" is about)."""
+        self.kv.call("record sent", self.kv.client.set, self.kv.key("tipsent", channel.id, post_id),
+                     json.dumps(factcheck_ids), ex=SEEN_TTL_S)
+
+    def sent_for(self, channel: Channel, post_id: str) -> list[str]:
+        raw = self.kv.call("read sent", self.kv.client.get, self.kv.key("tipsent", channel.id, post_id))
+        return list(json.loads(raw)) if raw else []
 
     def events(self, channel: Channel, limit: int = 100) -> list[dict[str, Any]]:
         raw = self.kv.call("read outcomes", self.kv.client.lrange, self.kv.key("tipevents", channel.id), 0, limit - 1)

@@ -8,7 +8,9 @@ candidate's packaged confidence, so a refit needs no re-matching:
   candidates of a confirmed post are negatives; a reject names its negative (all shown when it
   names none); "none of these" makes every shown candidate a negative. ``not_a_claim`` teaches
   no pair, undone decisions and their undos nothing, and decisions with origin ``auto`` are left
-  out (they would teach the model its own guesses).
+  out (they would teach the model its own guesses). A tipline user's "helped" / "did not help"
+  (origin ``tipline``: ``public_feedback``) is fitted on at ``TIPLINE_WEIGHT`` a row, never held
+  out nor counted toward the minimums: it is the only word on what a tipline answered alone.
 - **Model** (``Recalibration``): Platt scaling on the packaged logit, ``p' = σ(a·logit(p) + b)``,
   one map for the top candidate and one for those below it (``PARTS``), each fitted as a maximum a posteriori estimate under a Gaussian prior centred on the identity
   (``a = 1, b = 0``) with precision ``PRIOR_STRENGTH``: with few decisions the likelihood is weak
@@ -52,6 +54,10 @@ PRIOR_STRENGTH = 10.0
 HOLDOUT_PERCENT = 30
 #: the parameters ``(a, b)`` of the identity map: the packaged confidence unchanged
 IDENTITY = (1.0, 0.0)
+#: what a tipline user's "helped" / "did not help" counts in a refit against a reviewer's 1: a
+#: written-down choice, not a measurement (no decided tipline traffic to measure it on); the
+#: public's are the tipline's only signal on posts it answered without a person, and less sure
+TIPLINE_WEIGHT = 0.25
 #: the fallback map's key, as in the packaged calibrator's isotonic maps
 ALL = "*"
 
@@ -81,6 +87,8 @@ class Row:
     label: int
     #: the first shown candidate
     top: bool
+    #: how much the row counts in the fit: a person's 1, the public's ``TIPLINE_WEIGHT``
+    weight: float = 1.0
 
 
 def packaged_confidence(candidate: ShownCandidate) -> float | None:
@@ -102,6 +110,8 @@ def teaching(decisions: Iterable[Decision]) -> tuple[list[Decision], list[Decisi
             left["undone"] += 1
         elif d.origin is Origin.AUTO:
             left["auto"] += 1
+        elif d.origin is Origin.TIPLINE:  # the public's, weighed apart: ``public_feedback``
+            left["tipline"] += 1
         elif d.action is Action.NOT_A_CLAIM:
             left["not_a_claim"] += 1
             claimless.append(d)
@@ -110,6 +120,11 @@ def teaching(decisions: Iterable[Decision]) -> tuple[list[Decision], list[Decisi
         else:
             kept.append(d)
     return kept, claimless, left
+
+
+def public_feedback(decisions: Iterable[Decision]) -> list[Decision]:
+    """The tipline users' decisions a refit also learns from, at ``TIPLINE_WEIGHT``."""
+    return [d for d in decisions if d.origin is Origin.TIPLINE and d.action in (Action.CONFIRM, Action.REJECT)]
 
 
 def labelled(decision: Decision) -> list[Row]:
@@ -130,8 +145,8 @@ def labelled(decision: Decision) -> list[Row]:
     for i, c in enumerate(cands):
         p = packaged_confidence(c)
         if c.factcheck_id in labels and p is not None:
-            rows.append(Row(decision.post_id, decision.post_lang or "", float(p),
-                            labels[c.factcheck_id], i == first))
+            rows.append(Row(decision.post_id, decision.post_lang or "", float(p), labels[c.factcheck_id], i == first,
+                            TIPLINE_WEIGHT if decision.origin is Origin.TIPLINE else 1.0))
     return rows
 
 
@@ -152,19 +167,21 @@ def top_outcome(decision: Decision) -> tuple[float, int, str] | None:
 
 # -- the model ---------------------------------------------------------------------------------------
 def fit_platt(x: Sequence[float], y: Sequence[int], prior: tuple[float, float] = IDENTITY,
-              strength: float = PRIOR_STRENGTH, iters: int = 50) -> tuple[float, float]:
-    """``(a, b)`` maximising Σ log-likelihood of ``y`` under ``σ(a·x + b)`` minus
+              strength: float = PRIOR_STRENGTH, iters: int = 50,
+              weights: Sequence[float] | None = None) -> tuple[float, float]:
+    """``(a, b)`` maximising Σ weight · log-likelihood of ``y`` under ``σ(a·x + b)`` minus
     ``strength/2 · ‖(a, b) − prior‖²``, by Newton steps (the objective is strictly concave)."""
     import numpy as np
 
     xs = np.column_stack([np.asarray(x, dtype="float64"), np.ones(len(x))])
     ys = np.asarray(y, dtype="float64")
+    ws = np.ones(len(x)) if weights is None else np.asarray(weights, dtype="float64")
     centre = np.asarray(prior, dtype="float64")
     w = centre.copy()
     for _ in range(iters):
         p = 0.5 * (1.0 + np.tanh(0.5 * (xs @ w)))
-        grad = xs.T @ (p - ys) + strength * (w - centre)
-        hess = (xs * (p * (1.0 - p))[:, None]).T @ xs + strength * np.eye(2)
+        grad = xs.T @ (ws * (p - ys)) + strength * (w - centre)
+        hess = (xs * (ws * p * (1.0 - p))[:, None]).T @ xs + strength * np.eye(2)
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.max(np.abs(step)) < 1e-9:
@@ -209,7 +226,8 @@ def fit_maps(rows: Sequence[Row], prior: Mapping[str, tuple[float, float]] | Non
     for part in PARTS:
         mine = [r for r in rows if r.top == (part == "top")]
         out[part] = fit_platt([logit(r.confidence) for r in mine], [r.label for r in mine],
-                              prior[part] if prior else IDENTITY) if mine else (prior or {}).get(part, IDENTITY)
+                              prior[part] if prior else IDENTITY,
+                              weights=[r.weight for r in mine]) if mine else (prior or {}).get(part, IDENTITY)
     return out
 
 
@@ -252,6 +270,7 @@ def decision_calibrator(decision: Decision) -> str | None:
 def fit_tenant(decisions: Iterable[Decision], tenant: str = "") -> Fit:
     """Refit a tenant's confidence from its decision log (module docstring); ``BadInput`` naming
     what is missing when the decisions are too few or one-sided."""
+    decisions = list(decisions)
     kept, claimless, left = teaching(decisions)
     named = Counter(decision_calibrator(d) for d in kept)
     named.pop(None, None)
@@ -279,7 +298,9 @@ def fit_tenant(decisions: Iterable[Decision], tenant: str = "") -> Fit:
         raise BadInput(f"{who}'s decisions are one-sided at the top: the top candidate was right in "
                        f"{right} posts and wrong in {wrong}; at least {MIN_PER_SIDE} of each are "
                        f"needed to recalibrate instead of learning a degenerate model")
-    fitted = [r for d in kept if not held_out(d.post_id) for r in labelled(d)]
+    public = [d for d in public_feedback(decisions) if decision_calibrator(d) == calibrator]
+    # the public's feedback is fitted on (weighed below the desk's), never held out to measure by
+    fitted = [r for d in kept + public if not held_out(d.post_id) for r in labelled(d)]
     test_decisions = [d for d in kept if held_out(d.post_id)]
     test = [r for d in test_decisions for r in labelled(d)]
     if not fitted or len({r.label for r in fitted}) < 2:
@@ -302,6 +323,7 @@ def fit_tenant(decisions: Iterable[Decision], tenant: str = "") -> Fit:
               "rows": len(fitted) + len(test), "positives": sum(r.label for r in fitted + test),
               "fitted_rows": len(fitted), "held_out_decisions": len(test_decisions),
               "held_out_rows": len(test), "left_out_auto": left["auto"],
-              "left_out_not_a_claim": left["not_a_claim"], "left_out_undone": left["undone"]}
+              "left_out_not_a_claim": left["not_a_claim"], "left_out_undone": left["undone"],
+              "tipline_decisions": len(public)}
     until = max((d.at for d in kept), default=None)
     return Fit(model, tier, counts, per_language, ece, calibrator, until)

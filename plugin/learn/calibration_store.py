@@ -63,12 +63,13 @@ def tenants_body(limit: int = MAX_TENANTS) -> dict[str, Any]:
 
 
 def new_decisions_body(tenant: str, after: str | None) -> dict[str, Any]:
-    """The count of the tenant's decisions made after ``after`` by a person (not ``auto``)."""
+    """The count of the tenant's decisions made after ``after`` by a reviewer (not ``auto``, not the
+    public's ``tipline`` feedback)."""
     filters: list[dict[str, Any]] = [tenant_filter(tenant)]
     if after:
         filters.append({"range": {"at": {"gt": after}}})
     return {"size": 0, "track_total_hits": True,
-            "query": {"bool": {"filter": filters, "must_not": [{"term": {"origin": "auto"}}]}}}
+            "query": {"bool": {"filter": filters, "must_not": [{"terms": {"origin": ["auto", "tipline"]}}]}}}
 
 
 # -- storage -----------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from plugin.models import CONFIRMED_BY_DESK, STORED_FIELDS
 from plugin.review.model import Action, superseded
-from plugin.review.records import Decision
+from plugin.review.records import Decision, Origin
 from plugin.search.duplicates import DUPLICATE_JACCARD, post_words, similar
 from plugin.search.result import Candidate, Match
 
@@ -88,7 +88,8 @@ def near_duplicates(post_id: str | None, neighbours: Iterable[Neighbour], min_si
 def live_decisions(decisions: Iterable[Decision]) -> dict[str, Decision]:
     """Each post's decision in force, ``{post_id: decision}``: the newest one no undo took back
     (an undo itself is not in force). A post whose last decision was undone has none."""
-    decisions = list(decisions)
+    # the public's "helped" on a tipline is not the desk's decision: memory never answers from it
+    decisions = [d for d in decisions if d.origin is not Origin.TIPLINE]
     gone = superseded(decisions)
     out: dict[str, Decision] = {}
     for d in sorted(decisions, key=lambda d: (d.at or "", d.id or "")):

@@ -5,7 +5,8 @@ A cross-encoder learns to put the right fact-check above the others shown with i
 as ``train-reranker lora`` trained the packaged one). From the decision log (``plugin.review``):
 
 - **Which decisions.** Those the recalibration learns from (``calibrate.teaching``): not
-  undone, not an undo, not origin ``auto`` (the model's own guesses), not ``not_a_claim``.
+  undone, not an undo, not origin ``auto`` (the model's own guesses) nor ``tipline`` (the
+  public's word, which names no one fact-check as the answer), not ``not_a_claim``.
 - **Positive.** The fact-check of the post's confirm or manual match in force (the newest one).
   A post without one (only rejects, "none of these") ranks nothing and makes no group.
 - **Hard negatives.** Every other candidate shown with the post (the reviewer passed them over)

@@ -230,6 +230,25 @@ class ReviewDesk:
             raise done.conflict()
         return done
 
+    def record_feedback(self, tenant: str, post_id: str, helped: bool, sent: list[str], actor: str) -> Decision | None:
+        """A tipline user's "helped" / "did not help" on the fact-checks ``sent`` for a post: a
+        decision of origin ``tipline`` in the log, the item left as it is (the desk still
+        decides it). Helped confirms the first sent (which one helped is not said); not helped
+        rejects all of them. ``None`` when the post has no item or none of them is a candidate."""
+        hit = self._hits(tenant, [post_id], _STORED_FIELDS).get(post_id)
+        if hit is None:
+            return None
+        item = ReviewItem.from_hit(hit)
+        shown = [c for c in item.candidates if c.factcheck_id in sent][: 1 if helped else None]
+        if not shown:
+            return None
+        decision = decision_record(replace(item, candidates=tuple(shown)), decision_id="dec_" + secrets.token_hex(12),
+                                   action=Action.CONFIRM if helped else Action.REJECT, actor=actor,
+                                   origin=Origin.TIPLINE, at=self.clock(), to_status=item.status,
+                                   factcheck_id=shown[0].factcheck_id if helped else None)
+        self.store.put(self.log, decision.id, decision.to_source(), create=True, refresh=True)
+        return decision
+
     def _check_manual(self, wanted: list[DecisionRequest], hits: dict[str, dict[str, Any]]) -> None:
         """A manual match's fact-check exists (the corpus is shared: ``plugin.owners``)."""
         ids = {d.factcheck_id for d in wanted if d.action is Action.MANUAL and d.factcheck_id}

@@ -57,6 +57,9 @@ class Origin(_Parsed):
     API = "api"
     #: a rule decided, not a person (the next issue)
     AUTO = "auto"
+    #: the public on a tipline said an answer helped or not (``plugin.service.tipline``): logged
+    #: beside the desk's, never moving an item; the learning weighs it below a person's
+    TIPLINE = "tipline"
 
 
 #: a JSON object as stored and shown (model versions, what found a candidate)

@@ -3,7 +3,8 @@
 - ``received`` (the API's inbound routes, after the channel's secret or signature passed): each
   update once; a message becomes a post job on the one post path (``/v1/posts``'s: language, OCR
   and hash for a photo, the tenant's learning, its claim), "/stop" forgets the user, "helped" /
-  "did not help" is the request's outcome (and "did not help" puts the user in the desk's queue).
+  "did not help" is the request's outcome and a decision of origin ``tipline`` on the post
+  (``ReviewDesk.record_feedback``; "did not help" also puts the user in the desk's queue).
 - ``after_match`` (the post job, once the message's post was matched and joined its claim):
   **sure** (``plugin.channels.answer``, or the desk already answered the post or its claim)
   answers with at most 3 fact-checks and asks whether it helped; otherwise the user is told the
@@ -87,6 +88,9 @@ def _feedback(services: Services, send: Send, channel: Channel, inb: Inbound, us
     store, said = services.channels, words(services)
     post_id = inb.post_id or ""
     store.outcome(channel, post_id, user, "relevant" if inb.helped else "irrelevant")
+    # a decision of the public's, beside the desk's (the learning weighs it below theirs)
+    services.review.record_feedback(channel.tenant, post_id, bool(inb.helped), store.sent_for(channel, post_id),
+                                    actor=f"tipline:{user[:12]}")
     if inb.helped:
         _plan(services, send, channel, inb.user, user, messages.plain(said, channel.tenant, lang, "thanks"),
               f"thanks:{post_id}")
@@ -154,6 +158,7 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
         mid = _plan(services, send, channel, who["chat"], user, messages.answer(said, channel.tenant, lang, fcs, post_id),
                     f"answer:{post_id}")
         store.outcome(channel, post_id, user, "answered", factchecks=[c.id for c in reply.factchecks])
+        store.answered_with(channel, post_id, [c.id for c in reply.factchecks])
         store.release(channel, user)
         return {"channel": channel.id, "reply": "answered", "factchecks": [c.id for c in reply.factchecks],
                 "message": mid}
@@ -178,6 +183,7 @@ def answer_claim(services: Services, tenant: str, claim_id: str, factcheck: Mapp
         out = messages.desk_answer(said, channel, ask["lang"], factcheck, ask["post_id"],
                                    messages.window_open(channel, last, now))
         mid = _plan(services, send, channel, who["chat"], ask["user"], out, f"desk:{claim_id}:{factcheck.get('id')}")
+        store.answered_with(channel, ask["post_id"], [str(factcheck.get("id"))])
         store.outcome(channel, ask["post_id"], ask["user"], "desk_answered", factcheck=factcheck.get("id"),
                       sent=mid is not None, **({} if out is not None else {"why": "outside the 24-hour window, no template"}))
         store.release(channel, ask["user"])

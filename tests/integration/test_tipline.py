@@ -95,7 +95,7 @@ def one_claim_of_two(client, desk: dict, what: str) -> list[dict]:
     return wait_for(listed, timeout=30, what=what)
 
 
-def test_a_sure_text_message_is_answered_with_its_fact_check(client, channel, worker, channel_fakes):
+def test_a_sure_text_message_is_answered_with_its_fact_check(client, channel, worker, channel_fakes, api_services):
     ch = channel(threshold=0.3)
     chat = uuid.uuid4().int % 10**9
     resp = send_tg(client, ch, tg_update(chat, FIVE_G))
@@ -111,6 +111,16 @@ def test_a_sure_text_message_is_answered_with_its_fact_check(client, channel, wo
         "message": {"message_id": 9, "chat": {"id": chat, "type": "private"}, "date": int(time.time())}}}
     assert send_tg(client, ch, fb).status_code == 200
     assert "Thank you" in messages_to(channel_fakes, chat, 2)[1]["text"]
+    # ... and a decision of the public's on the post, beside the desk's: the item stays pending
+    from plugin.service.keys import Scope
+
+    _, key = api_services.keys.create("tipline desk", Scope.READ, ch["tenant"])
+    post_id = f"tg-{ch['id']}-u{buttons[0]['callback_data'].rsplit('-u', 1)[1]}"
+    item = client.get(f"/v1/review/{post_id}", headers={"Authorization": f"Bearer {key}"}).get_json()
+    assert item["status"] == "pending"
+    [said] = item["decisions"]
+    assert (said["origin"], said["action"], said["factcheck_id"]) == ("tipline", "confirm", "api-2")
+    assert said["actor"].startswith("tipline:") and str(chat) not in said["actor"]
 
 
 def test_a_photo_of_a_fact_checked_meme_is_answered(client, channel, worker, channel_fakes):

@@ -151,3 +151,27 @@ def test_auto_decisions_do_not_count():
 
 def test_logit_is_clipped_to_the_packaged_range():
     assert math.isfinite(logit(0.0)) and math.isfinite(logit(1.0))
+
+
+def test_the_publics_tipline_feedback_is_weighed_below_a_reviewers():
+    from plugin.learn.calibrate import TIPLINE_WEIGHT, public_feedback
+
+    said = decision("confirm", "f1", id_="t", origin="tipline")
+    kept, _, left = teaching([said, decision("none", id_="e")])
+    assert [d.id for d in kept] == ["e"] and left["tipline"] == 1  # not a reviewer's decision
+    assert public_feedback([said]) == [said]
+    assert {r.weight for r in labelled(said)} == {TIPLINE_WEIGHT} and {r.weight for r in labelled(kept[0])} == {1.0}
+    # a weight is a count: a row weighed 2 fits as the row twice
+    x, y = [0.1, 0.5, -0.3, 2.0], [0, 1, 0, 1]
+    twice = fit_platt(x + x[:1], y + y[:1])
+    weighed = fit_platt(x, y, weights=[2.0, 1.0, 1.0, 1.0])
+    assert twice == pytest.approx(weighed, abs=1e-9)
+    # contradicting feedback moves the fit, less than the same as a reviewer's would
+    log = synthetic_decisions(600)
+    flipped = [replace(d, id=f"{d.id}-t", origin=Origin.TIPLINE, action=Action.REJECT, factcheck_id=None)
+               for d in log if d.action is Action.CONFIRM]
+    base, public = fit_tenant(log, "t"), fit_tenant(log + flipped, "t")
+    as_desk = fit_tenant(log + [replace(d, origin=Origin.DESK) for d in flipped], "t")
+    a0, a1, a2 = (f.recalibration.params[ALL]["top"][1] for f in (base, public, as_desk))
+    assert a2 < a1 < a0  # each reject pulls the top map's intercept down; the public's by less
+    assert public.counts["tipline_decisions"] == len(flipped) and public.counts["decisions"] == base.counts["decisions"]

@@ -172,3 +172,10 @@ def test_a_tenant_without_decisions_costs_no_embedding_and_no_neighbour_search()
     r = result("a")
     assert Memory(reader, min_similarity=0.95, neighbours=10).apply("t", {"id": "n", "text": "x"}, r) is r
     assert getattr(reader, "embedded", 0) == 0
+
+
+def test_the_publics_tipline_feedback_is_never_a_decision_in_force():
+    desk = dec("d1", "p1", "reject", "a")
+    said = dec("d2", "p1", "confirm", "a", at="2024-01-02T00:00:00", origin="tipline")
+    assert {p: d.id for p, d in live_decisions([desk, said]).items()} == {"p1": "d1"}
+    assert live_decisions([said]) == {}
