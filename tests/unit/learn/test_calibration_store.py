@@ -8,7 +8,7 @@ def test_new_decisions_are_a_tenants_own_after_the_last_fit_by_a_person():
         "size": 0, "track_total_hits": True,
         "query": {"bool": {"filter": [{"term": {"tenant": "a"}},
                                       {"range": {"at": {"gt": "2026-01-01T00:00:00+00:00"}}}],
-                           "must_not": [{"term": {"origin": "auto"}}]}}}
+                           "must_not": [{"terms": {"origin": ["auto", "tipline"]}}]}}}
     assert new_decisions_body("a", None)["query"]["bool"]["filter"] == [{"term": {"tenant": "a"}}]
 
 
