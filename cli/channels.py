@@ -25,13 +25,15 @@ def register(sub: Any, add: Any) -> None:
                     help="also the table over thresholds and the lowest with precision >= 0.95 (tuning posts only)")
     sp.add_argument("--unanswerable", action="store_true",
                     help="also send every message as if its fact-checks were not indexed (any answer there is wrong)")
+    sp.add_argument("--sample", type=int, metavar="N",
+                    help="only N of the split's queries, the same N every run (by a hash of their ids)")
     sp.add_argument("--json", action="store_true", help="print JSON (default: one line)")
 
     channels = sub.add_parser("channels", help="tipline channels (Telegram bots, WhatsApp numbers)").add_subparsers(
         dest="channels_command", required=True, metavar="COMMAND")
     sp = add("add", cmd_channels_add, "add a channel; prints it with the webhook secret (Telegram) or verify token "
-             "(WhatsApp) made for it, shown only this once (secrets as FACTSIEVE_CHANNEL_* environment variables "
-             "or flags)", channels)
+             "(WhatsApp) made for it, shown only this once (secrets from FACTSIEVE_CHANNEL_BOT_TOKEN, _ACCESS_TOKEN "
+             "and _APP_SECRET, never flags: those stay in the shell history)", channels)
     sp.add_argument("--kind", required=True, choices=["telegram", "whatsapp"])
     sp.add_argument("--name", required=True, help="what the channel is (shown in lists)")
     sp.add_argument("--tenant", default="default", help="the newsroom whose desk and claims it uses")
@@ -99,6 +101,12 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
     queries = [q for q in dataset.queries if wanted is None or q.get("split") in wanted]
     if not queries:
         raise BadInput(f"no queries in split(s) {sorted(wanted or [])}")
+    if args.sample is not None:
+        if args.sample < 1:
+            raise BadInput("--sample: a positive number of queries")
+        import hashlib
+
+        queries = sorted(queries, key=lambda q: hashlib.sha1(str(q["id"]).encode()).hexdigest())[: args.sample]
     alias, _ = ensure_dataset_index(services.store, services.embedder, dataset, services.settings)
     sim = Services(sim_settings(services.settings, uuid.uuid4().hex[:8], alias), store=services.store,
                    embedder=services.embedder)
@@ -116,7 +124,8 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
     finally:
         drop_simulation(sim)
     out = score(matches, dataset.qrels["all"], rule, without)
-    out.update(dataset=dataset.name, split=",".join(sorted(wanted)) if wanted else "all")
+    out.update(dataset=dataset.name, split=",".join(sorted(wanted)) if wanted else "all",
+               **({"sample": len(queries)} if args.sample is not None else {}))
     if args.choose:
         out["choose"] = choose(matches, dataset.qrels["all"], rule, unanswerable=without)
     if args.json:

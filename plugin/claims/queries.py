@@ -18,7 +18,7 @@ EARLIER_FIELDS = ("post_id", "text", "claim_id", "answer", "answer_confidence", 
 #: every stored field of a post but its vector (the posts index keeps the vector out of
 #: ``_source``, so a split rewrites the post whole, embedding it again)
 SPLIT_FIELDS = ("tenant", "post_id", "text", "lang", "date", "created_at", "claim_id", "answer", "answer_confidence",
-                "image_hash", "kept_out")
+                "image_hash", "kept_out", "check_worthiness")
 #: the post fields a claim's post list shows
 POST_FIELDS = ("post_id", "text", "lang", "created_at", "answer", "answer_confidence")
 #: the most claims (or posts of a claim) one page holds

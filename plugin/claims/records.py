@@ -95,8 +95,10 @@ class Claim:
     removed_posts: tuple[str, ...] = ()
     #: the claims merged into it, transitively: their posts keep their ``claim_id`` and count here
     absorbed: tuple[str, ...] = ()
-    #: when its last ``claim.trending`` alert went (``plugin.claims.trending``)
+    #: when its last ``claim.trending`` alert went (``plugin.claims.trending``), and the post
+    #: whose job sent it (that job, retried, sends the same alert again: deduplicated downstream)
     trending_at: str | None = None
+    trending_by: str | None = None
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -114,7 +116,8 @@ class Claim:
                    check_worthiness=src.get("check_worthiness"),
                    recent_posts=tuple(src.get("recent_posts") or ()), updated_at=src.get("updated_at"),
                    merged_into=src.get("merged_into"), removed_posts=tuple(src.get("removed_posts") or ()),
-                   absorbed=tuple(src.get("absorbed") or ()), trending_at=src.get("trending_at"))
+                   absorbed=tuple(src.get("absorbed") or ()), trending_at=src.get("trending_at"),
+                   trending_by=src.get("trending_by"))
 
     def to_source(self) -> dict[str, Any]:
         """The stored document."""
@@ -126,7 +129,7 @@ class Claim:
                 "check_worthiness": self.check_worthiness, "recent_posts": list(self.recent_posts),
                 "updated_at": self.updated_at, "merged_into": self.merged_into,
                 "removed_posts": list(self.removed_posts), "absorbed": list(self.absorbed),
-                "trending_at": self.trending_at}
+                "trending_at": self.trending_at, "trending_by": self.trending_by}
 
     def to_dict(self, today: date | None = None) -> dict[str, Any]:
         """What the API shows: no ``recent_posts``; ``sparkline`` is the posts per day over the

@@ -29,7 +29,8 @@ from plugin.settings import Settings
 
 #: the claim fields a read for an update takes
 CLAIM_FIELDS = ["tenant", "claim_id", "status", "lead", "post_count", "langs", "days", "first_seen", "last_seen",
-                "fact_check", "check_worthiness", "recent_posts", "updated_at", "merged_into", "removed_posts", "absorbed", "trending_at"]
+                "fact_check", "check_worthiness", "recent_posts", "updated_at", "merged_into", "removed_posts", "absorbed", "trending_at",
+                "trending_by"]
 #: how many merges the join follows from a post's claim to the claim that holds it now
 MERGE_HOPS = 10
 #: the most claims one merge names
@@ -264,8 +265,8 @@ class ClaimStore:
         body = q.posts_since_body(tenant, claim.ids, since, post_id)
         return 1 + self.store.search(self.posts_alias, body)["hits"]["total"]["value"]
 
-    def mark_trending(self, tenant: str, claim_id: str, posts_in_window: int, posts: int, window_hours: float
-                      ) -> Claim | None:
+    def mark_trending(self, tenant: str, claim_id: str, posts_in_window: int, posts: int, window_hours: float,
+                      post_id: str | None = None) -> Claim | None:
         """Record that the claim's ``claim.trending`` alert goes now, when one is due
         (``trending.due``, checked again over the version written: two workers send one);
         the claim when this call marked it, ``None`` otherwise."""
@@ -276,7 +277,7 @@ class ClaimStore:
             now = self.clock()
             if not due(c, posts_in_window, posts, window_hours, now):
                 return c
-            out = replace(c, trending_at=now, updated_at=now)
+            out = replace(c, trending_at=now, trending_by=post_id, updated_at=now)
             marked[:] = [out]
             return out
 

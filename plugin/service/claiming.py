@@ -94,11 +94,13 @@ def trend(claims: ClaimStore, rules: TenantRules, tenant: str, claim: Claim, pos
         return None
     since = window_start(claims.clock(), rules.trending_window_hours)
     if claim.trending_at is not None and claim.trending_at >= since:
+        if claim.trending_by == post_id:  # this post's job marked it and died before planning it
+            return claim, claims.posts_since(tenant, claim, since, post_id)
         return None  # alerted within the window: no read
     n = claims.posts_since(tenant, claim, since, post_id)
     if not due(claim, n, rules.trending_posts, rules.trending_window_hours, claims.clock()):
         return None
-    marked = claims.mark_trending(tenant, claim.id, n, rules.trending_posts, rules.trending_window_hours)
+    marked = claims.mark_trending(tenant, claim.id, n, rules.trending_posts, rules.trending_window_hours, post_id)
     return (marked, n) if marked is not None else None
 
 

@@ -235,8 +235,8 @@ def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_serv
                    store=api_services.store, embedder=api_services.embedder)
     subs = {t: svc.webhooks.create(receiver.url(f"/trend-{t}"), [Event.CLAIM_TRENDING], owner=t) for t in (tenant, quiet)}
 
-    def run(t: str, text: str) -> dict:
-        body = {"id": f"tr-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en"}
+    def run(t: str, text: str, post_id: str | None = None) -> dict:
+        body = {"id": post_id or f"tr-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en"}
         out = handlers.run_post(svc, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": t, "input": {"post": body}},
                                 lambda did: None)
         svc.store.refresh(svc.settings.posts_index)
@@ -256,5 +256,10 @@ def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_serv
     assert data["posts_in_window"] == 3 and data["window_hours"] == 1.0
     assert data["best_match"]["id"] == "api-2"
     assert svc.claims.get(tenant, data["claim"]["id"]).trending_at is not None
+    # the third post's job run again (a worker died after marking the claim, before planning the
+    # alert): the same alert is planned again, under the same delivery id; another post's is not
+    again = run(tenant, EDITED, outs[2]["post_id"])
+    assert [d["delivery_id"] for d in again["deliveries"]] == [alert["delivery_id"]]
+    assert run(tenant, "5G masts are spreading the coronavirus, share!!")["deliveries"] == []
     # a tenant without the rule gets no alert, whatever the spread
     assert all(not o["deliveries"] for o in (run(quiet, t) for t in texts[:4]))

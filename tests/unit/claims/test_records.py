@@ -60,3 +60,30 @@ def test_source_round_trip_and_api_shape():
     assert "recent_posts" not in out and out["langs"] == {"en": 1, "es": 1}
     assert len(out["sparkline"]) == 14 and out["sparkline"][-1] == {"day": "2026-11-21", "posts": 1}
     assert out["sparkline"][-2] == {"day": "2026-11-20", "posts": 1}
+
+
+def test_an_update_reads_every_stored_field_and_the_mapping_has_each():
+    """A claim is read for an update with ``CLAIM_FIELDS`` and written back whole: a stored field
+    missing there is erased by the next update (``trending_by`` was), and one missing from the
+    strict mapping is refused."""
+    import json
+    from pathlib import Path
+
+    from plugin.claims.store import CLAIM_FIELDS
+
+    stored = set(grown(post("a", "2026-11-20T10:00:00")).to_source())
+    assert stored - {"lang_list"} == set(CLAIM_FIELDS)  # lang_list is derived from langs
+    template = json.loads((Path(__file__).parents[3] / "index_templates" / "claims.index_template.json").read_text())
+    assert stored <= set(template["template"]["mappings"]["properties"])
+
+
+def test_a_split_reads_every_stored_field_of_the_post():
+    """A split rewrites the post's document from what it read (the embedding made again): every
+    other field of the posts mapping is read, or the split erases it (``check_worthiness`` was)."""
+    import json
+    from pathlib import Path
+
+    from plugin.claims.queries import SPLIT_FIELDS
+
+    template = json.loads((Path(__file__).parents[3] / "index_templates" / "posts.index_template.json").read_text())
+    assert set(SPLIT_FIELDS) == set(template["template"]["mappings"]["properties"]) - {"embedding"}
