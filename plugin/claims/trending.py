@@ -28,5 +28,6 @@ def due(claim: Claim, posts_in_window: int, posts: int, window_hours: float, now
 
 def payload(claim: Claim, posts_in_window: int, window_hours: float) -> dict[str, Any]:
     """``claim.trending``'s data: the claim (its counts, sparkline and best match) and the spread."""
-    return {"claim": claim.to_dict(), "posts_in_window": posts_in_window, "window_hours": window_hours,
-            "best_match": claim.to_dict()["fact_check"]}
+    shown = claim.to_dict()
+    return {"claim": shown, "posts_in_window": posts_in_window, "window_hours": window_hours,
+            "best_match": shown["fact_check"]}

@@ -131,12 +131,13 @@ def run_post(services: Services, job: dict[str, Any],
     # text read from the image as its text (the image itself is in the result)
     post = given if image is None else {**given, "text": post_text(given.get("text") or "", image)}
     # the claim it joins, then the post with its claim (what later posts are compared with),
-    # then the claim's counts: a retry after the post's write keeps its claim and counts it once;
+    # then the claim's counts: a retry after the post's write keeps its claim and counts it once
     worth = claiming.check_worthiness(services.posts, post)
     joined = claiming.join(services.claims, services.posts, tenant, post, found, image, worth=worth)
     services.posts.remember(tenant, post, found.lang, joined.fields)
     claim = claiming.count(services.claims, tenant, post, found.lang, found, joined)
-    trending = claiming.trend(services.claims, services.review_rules.for_tenant(tenant), tenant, claim, post["id"])
+    rules = services.review_rules.for_tenant(tenant)
+    trending = claiming.trend(services.claims, rules, tenant, claim, post["id"])
     result = found.to_dict()
     best = best_score(found)
     # the review item first: a post whose item could not be written is retried, not delivered
@@ -145,7 +146,8 @@ def run_post(services: Services, job: dict[str, Any],
     # above the tenant's tier, when opted in
     auto_confirm(services.review, services.review_rules, services.recalibrations, tenant, post["id"], found)
     deliveries = []
-    for sub in services.webhooks.all(tenant):
+    subscriptions = services.webhooks.all(tenant)
+    for sub in subscriptions:
         if wants(sub, Event.POST_MATCHED, result["lang"], best):
             did = services.webhooks.plan(sub, Event.POST_MATCHED, {"post": post, "match": result,
                                                                       "claim": joined.to_dict()},
@@ -154,8 +156,7 @@ def run_post(services: Services, job: dict[str, Any],
             deliveries.append({"subscription_id": sub["id"], "delivery_id": did})
     if trending is not None:  # the spread alert, once per claim and window
         hot, n = trending
-        rules = services.review_rules.for_tenant(tenant)
-        for sub in services.webhooks.all(tenant):
+        for sub in subscriptions:
             if any(wants(sub, Event.CLAIM_TRENDING, lang, None) for lang in hot.langs or [None]):
                 did = services.webhooks.plan(sub, Event.CLAIM_TRENDING,
                                              trending_payload(hot, n, rules.trending_window_hours),
