@@ -13,7 +13,7 @@ from celery import Celery
 from plugin.service.admission import PRIORITY_STEPS
 from plugin.service.services import Services
 from plugin.settings import Settings
-from workers.names import ROUTES, channel_sender, delivery_sender, job_sender
+from workers.names import ROUTES, answers_sender, channel_sender, delivery_sender, job_sender
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -58,6 +58,7 @@ def create_celery(settings: Settings, services: Services | None = None) -> Celer
     app.factsieve.send_job = job_sender(app)  # type: ignore[attr-defined]
     app.factsieve.send_delivery = delivery_sender(app)  # type: ignore[attr-defined]
     app.factsieve.send_channel = channel_sender(app)  # type: ignore[attr-defined]
+    app.factsieve.send_answers = answers_sender(app)  # type: ignore[attr-defined]
     return app
 
 

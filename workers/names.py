@@ -17,9 +17,11 @@ TASKS = {JobKind.POST: "factsieve.process_post", JobKind.VERIFY: "factsieve.veri
 DELIVER = "factsieve.deliver_webhook"
 #: one planned tipline message (``plugin.channels.outbox``), on the webhooks queue
 CHANNEL_SEND = "factsieve.send_channel_message"
+#: a claim the desk answered: its tipline askers' messages planned (``plugin.service.tipline``)
+ANSWER_ASKERS = "factsieve.answer_askers"
 ROUTES = {TASKS[JobKind.POST]: "match", TASKS[JobKind.VERIFY]: "verify",
           TASKS[JobKind.RERANK]: "rerank", TASKS[JobKind.INGEST]: "ingest",
-          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks", CHANNEL_SEND: "webhooks"}
+          TASKS[JobKind.EVIDENCE]: "ingest", DELIVER: "webhooks", CHANNEL_SEND: "webhooks", ANSWER_ASKERS: "webhooks"}
 
 
 def job_sender(app: Any) -> Any:
@@ -46,5 +48,17 @@ def channel_sender(app: Any) -> Any:
     twice): ``Services.send_channel``."""
     def send(message_id: str) -> Any:
         return app.send_task(CHANNEL_SEND, args=[message_id], task_id=message_id)
+
+    return send
+
+
+def answers_sender(app: Any) -> Any:
+    """Send a claim's answer to its askers to its task (``Services.send_answers``), under an id
+    made from the claim and the fact-check (sent twice, it runs once)."""
+    import hashlib
+
+    def send(tenant: str, claim_id: str, factcheck: dict[str, Any]) -> Any:
+        tid = "ans_" + hashlib.sha256(f"{tenant}\x1f{claim_id}\x1f{factcheck.get('id')}".encode()).hexdigest()[:24]
+        return app.send_task(ANSWER_ASKERS, args=[tenant, claim_id, factcheck], task_id=tid)
 
     return send

@@ -20,7 +20,7 @@ from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
 from plugin.service.webhooks import backoff_delay
 from workers.app import services_of
-from workers.names import CHANNEL_SEND, DELIVER, delivery_sender
+from workers.names import ANSWER_ASKERS, CHANNEL_SEND, DELIVER, delivery_sender
 
 log = get_task_logger(__name__)
 
@@ -125,3 +125,16 @@ def send_channel_message(self: Task, message_id: str) -> str:
     if retry_in is not None:
         raise self.retry(countdown=retry_in)
     return "done"
+
+
+@shared_task(bind=True, name=ANSWER_ASKERS, max_retries=None)
+def answer_askers(self: Task, tenant: str, claim_id: str, factcheck: dict[str, Any]) -> int:
+    """The desk confirmed ``factcheck`` for a post of ``claim_id``: everyone waiting on the claim
+    gets it (``plugin.service.tipline.answer_claim``; idempotent, so a retry sends nothing twice)."""
+    from plugin.service.tipline import answer_claim
+
+    services = services_of(self.app)
+    try:
+        return answer_claim(services, tenant, claim_id, factcheck, services.queue_message)
+    except BackendUnavailable as exc:
+        raise self.retry(exc=exc, countdown=backoff_delay(self.request.retries + 1, 2.0, 300.0)) from None

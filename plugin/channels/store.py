@@ -132,21 +132,18 @@ class ChannelStore:
         pipe.sadd(self.kv.key("tipasked", channel.id, user), f"{tenant}\x1f{claim_id}")
         self.kv.call("record ask", pipe.execute)
 
-    def take_asks(self, tenant: str, claim_ids: list[str]) -> list[dict[str, Any]]:
-        """Who waits on these claims, taken (each answered once): one per user."""
-        out: dict[str, dict[str, Any]] = {}
-        for claim_id in claim_ids:
-            key = self.kv.key("tipasks", tenant, claim_id)
-            pipe = self.kv.client.pipeline(transaction=True)
-            pipe.hgetall(key)
-            pipe.delete(key)
-            got, _ = self.kv.call("take asks", pipe.execute)
-            for who, raw in (got or {}).items():
-                entry = json.loads(raw)
-                out.setdefault(who, entry)
-                self.kv.call("unmark ask", self.kv.client.srem, self.kv.key("tipasked", entry["channel"], entry["user"]),
-                             f"{tenant}\x1f{claim_id}")
-        return list(out.values())
+    def asks(self, tenant: str, claim_id: str) -> list[dict[str, Any]]:
+        """Who waits on the claim (one entry per user)."""
+        got = self.kv.call("read asks", self.kv.client.hgetall, self.kv.key("tipasks", tenant, claim_id))
+        return [json.loads(raw) for raw in (got or {}).values()]
+
+    def answered(self, tenant: str, claim_id: str, ask: Mapping[str, Any]) -> None:
+        """The user no longer waits on the claim (answered: after their message was planned, so a
+        worker dying between the two answers them on the retry, planned once)."""
+        pipe = self.kv.client.pipeline()
+        pipe.hdel(self.kv.key("tipasks", tenant, claim_id), f"{ask['channel']}:{ask['user']}")
+        pipe.srem(self.kv.key("tipasked", ask["channel"], ask["user"]), f"{tenant}\x1f{claim_id}")
+        self.kv.call("answer ask", pipe.execute)
 
     def release(self, channel: Channel, user: str) -> None:
         """Forget the raw id once no reply is owed (no open ask)."""

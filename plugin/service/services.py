@@ -61,8 +61,10 @@ class Services:
         #: sends a planned webhook delivery to its Celery task (``create_celery`` sets it too):
         #: how the review desk's decision events leave the API process
         self.send_delivery: Callable[[str], Any] | None = None
-        #: sends a planned tipline message to its Celery task (``create_celery`` sets it)
+        #: sends a planned tipline message, and a claim's answer to its askers, to their Celery
+        #: tasks (``create_celery`` sets them)
         self.send_channel: Callable[[str], Any] | None = None
+        self.send_answers: Callable[[str, str, dict[str, Any]], Any] | None = None
 
     def _get(self, name: str, build: Callable[[], T]) -> T:
         part = self._parts.get(name)
@@ -136,6 +138,11 @@ class Services:
             raise BackendUnavailable("this process has no queue to send tipline messages to")
         return self.send_channel(message_id)
 
+    def queue_answers(self, tenant: str, claim_id: str, factcheck: dict[str, Any]) -> Any:
+        if self.send_answers is None:
+            raise BackendUnavailable("this process has no queue to send the desk's answers to")
+        return self.send_answers(tenant, claim_id, factcheck)
+
     def _send_delivery(self, delivery_id: str) -> Any:
         if self.send_delivery is None:
             raise BackendUnavailable("this process has no queue to send webhook deliveries to")
@@ -177,7 +184,7 @@ class Services:
         from plugin.service.tipline import desk_notifier
 
         hooks = notifier(self.webhooks, self._send_delivery)
-        tipline = desk_notifier(self, self.queue_message)
+        tipline = desk_notifier(self, self.queue_answers)
 
         def notify(*args: Any, **kwargs: Any) -> list[str]:  # webhooks, then the tipline's askers
             planned = hooks(*args, **kwargs)

@@ -172,18 +172,18 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
 def answer_claim(services: Services, tenant: str, claim_id: str, factcheck: Mapping[str, Any], send: Send) -> int:
     """Send the desk's fact-check to everyone waiting on ``claim_id`` (once each); how many."""
     store, said, sent, now = services.channels, words(services), 0, time.time()
-    for ask in store.take_asks(tenant, [claim_id]):
+    for ask in store.asks(tenant, claim_id):
         channel = store.find(ask["channel"])
-        if channel is None:
-            continue
-        who = store.user(channel, ask["user"])
-        if who.get("stopped") == "1" or not who.get("chat"):
+        who = store.user(channel, ask["user"]) if channel is not None else {}
+        if channel is None or who.get("stopped") == "1" or not who.get("chat"):
+            store.answered(tenant, claim_id, ask)
             continue
         last = float(who["last_in"]) if who.get("last_in") else None
         out = messages.desk_answer(said, channel, ask["lang"], factcheck, ask["post_id"],
                                    messages.window_open(channel, last, now))
         mid = _plan(services, send, channel, who["chat"], ask["user"], out, f"desk:{claim_id}:{factcheck.get('id')}")
         store.answered_with(channel, ask["post_id"], [str(factcheck.get("id"))])
+        store.answered(tenant, claim_id, ask)
         store.outcome(channel, ask["post_id"], ask["user"], "desk_answered", factcheck=factcheck.get("id"),
                       sent=mid is not None, **({} if out is not None else {"why": "outside the 24-hour window, no template"}))
         store.release(channel, ask["user"])
@@ -191,9 +191,11 @@ def answer_claim(services: Services, tenant: str, claim_id: str, factcheck: Mapp
     return sent
 
 
-def desk_notifier(services: Services, send: Send) -> Callable[..., list[str]]:
+def desk_notifier(services: Services, answer: Callable[[str, str, dict[str, Any]], Any]) -> Callable[..., list[str]]:
     """What the review desk calls after recording decisions (``plugin.review.events.notifier``'s
-    signature): each confirmed fact-check answers the askers of its post's claim."""
+    signature): each confirmed fact-check answers the askers of its post's claim, by a worker
+    (``answer``: ``Services.queue_answers``; a claim may have thousands of askers, and the desk's
+    request does one read per decision, never a message)."""
     from plugin.review.records import Action as DecisionAction
 
     def notify(tenant: str, decisions: list[Decision], items: Mapping[str, ReviewItem],
@@ -207,7 +209,8 @@ def desk_notifier(services: Services, send: Send) -> Callable[..., list[str]]:
             shown = items[d.post_id].candidate(d.factcheck_id) if d.post_id in items else None
             fc = (shown.to_source() if shown is not None
                   else services.posts.factchecks([str(d.factcheck_id)]).get(str(d.factcheck_id)) or {})
-            answer_claim(services, tenant, claim_id, {**fc, "id": d.factcheck_id}, send)
+            answer(tenant, claim_id, {**{k: fc.get(k) for k in messages.SHOWN}, "domain": fc.get("domain"),
+                                      "id": d.factcheck_id})
         return []
 
     return notify

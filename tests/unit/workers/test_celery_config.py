@@ -2,7 +2,7 @@
 from plugin.service.jobs import JobKind
 from plugin.settings import Settings
 from workers.app import celery_config, create_celery
-from workers.names import CHANNEL_SEND, DELIVER, QUEUES, ROUTES, TASKS
+from workers.names import ANSWER_ASKERS, CHANNEL_SEND, DELIVER, QUEUES, ROUTES, TASKS
 
 
 def test_reliability_settings():
@@ -21,7 +21,7 @@ def test_reliability_settings():
 
 def test_every_job_kind_has_a_task_and_every_task_a_queue():
     assert set(TASKS) == set(JobKind)
-    assert set(ROUTES) == set(TASKS.values()) | {DELIVER, CHANNEL_SEND}
+    assert set(ROUTES) == set(TASKS.values()) | {DELIVER, CHANNEL_SEND, ANSWER_ASKERS}
     assert set(ROUTES.values()) == set(QUEUES)
 
 
