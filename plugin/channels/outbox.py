@@ -8,7 +8,6 @@ writes (errors name the call, never the URL)."""
 from __future__ import annotations
 
 import json
-import logging
 import time
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -22,7 +21,6 @@ from plugin.net.outbound import Purpose, backends_of, check_target, origin_of, r
 from plugin.net.transport import DeliveryError, Reply, request
 from plugin.settings import Settings
 
-log = logging.getLogger(__name__)
 CHANNEL = Purpose("channel API", "channel API URL", "FACTSIEVE_TELEGRAM_API_URL / _WHATSAPP_API_URL",
                   "the operator's", "to call it", "channel calls are not sent there", "")
 
@@ -65,15 +63,6 @@ def send(settings: Settings, channel: Channel, chat: str, out: Outgoing) -> Resu
         return whatsapp.judge(reply.status, reply.body)
     except DeliveryError as exc:
         return Result(False, retry_in=0.0, why=exc.detail)
-
-
-def acknowledge(settings: Settings, channel: Channel, callback_id: str) -> None:
-    """Telegram: stop the button's spinner (best effort: the answer follows as a message)."""
-    try:
-        call(settings, channel, "POST", f"{_base(settings, channel.kind)}/bot{channel.secrets['bot_token']}/answerCallbackQuery",
-             {"callback_query_id": callback_id}, what="telegram answerCallbackQuery")
-    except DeliveryError as exc:
-        log.info("callback not acknowledged: %s", exc.detail)
 
 
 def media(settings: Settings, channel: Channel, ref: str) -> bytes:

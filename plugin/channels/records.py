@@ -90,8 +90,6 @@ class Inbound:
     #: FEEDBACK: the post it is about and whether it helped
     post_id: str | None = None
     helped: bool | None = None
-    #: Telegram: the callback to acknowledge
-    callback_id: str | None = None
 
 
 @dataclass(frozen=True)

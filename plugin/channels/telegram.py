@@ -32,8 +32,7 @@ def parse_update(update: Any) -> list[Inbound]:
         if chat is None or fb is None:
             return []
         return [Inbound(Action.FEEDBACK, key, str(chat), float((cb.get("message") or {}).get("date") or 0),
-                        lang=(cb.get("from") or {}).get("language_code"), post_id=fb[0], helped=fb[1],
-                        callback_id=str(cb.get("id") or "") or None)]
+                        lang=(cb.get("from") or {}).get("language_code"), post_id=fb[0], helped=fb[1])]
     msg = update.get("message")
     if not isinstance(msg, dict) or not isinstance(msg.get("chat"), dict) or "id" not in msg["chat"]:
         return []

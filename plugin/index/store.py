@@ -127,8 +127,12 @@ class Store:
         """Create ``name`` unless it exists; safe when several processes race to create it."""
         if self.index_exists(name):
             return False
+        return self._unless_exists(f"create index {name}", self.client.indices.create, index=name, body=body)
+
+    def _unless_exists(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> bool:
+        """``fn`` called; False when the index it makes exists already (another process won)."""
         try:
-            self._call(f"create index {name}", self.client.indices.create, index=name, body=body)
+            self._call(what, fn, **kwargs)
         except BadInput as exc:
             if "resource_already_exists" in str(exc):
                 return False
@@ -169,13 +173,7 @@ class Store:
 
     def rollover(self, alias: str, new_index: str) -> bool:
         """Roll ``alias``'s writes over to ``new_index``; False when another process did first."""
-        try:
-            self._call(f"rollover {alias}", self.client.indices.rollover, alias=alias, new_index=new_index)
-        except BadInput as exc:
-            if "resource_already_exists" in str(exc):
-                return False
-            raise
-        return True
+        return self._unless_exists(f"rollover {alias}", self.client.indices.rollover, alias=alias, new_index=new_index)
 
     def indices_matching(self, pattern: str) -> list[str]:
         found = self._call(f"get {pattern}", self.client.indices.get, index=pattern,
