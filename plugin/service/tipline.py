@@ -6,7 +6,8 @@
   "did not help" is the request's outcome and a decision of origin ``tipline`` on the post
   (``ReviewDesk.record_feedback``; "did not help" also puts the user in the desk's queue).
 - ``after_match`` (the post job, once the message's post was matched and joined its claim):
-  **sure** (``plugin.channels.answer``, or the desk already answered the post or its claim)
+  **sure** (``plugin.channels.answer`` at ``threshold_of``'s threshold, or the desk already
+  answered the post or its claim)
   answers with at most 3 fact-checks and asks whether it helped; otherwise the user is told the
   desk will look into it and waits on the claim.
 - ``desk_notifier`` (the review desk, after it recorded decisions): a confirmed fact-check for a
@@ -130,10 +131,20 @@ def channel_image(services: Services, job: Mapping[str, Any]) -> ImageAnalysis |
     return analyse_input({"image": base64.b64encode(data).decode()}, services.settings)
 
 
-def sure_reply(found: Match, channel: Channel) -> Reply:
-    """``decide`` at the channel's threshold (its own, else ``tipline.json``'s)."""
-    rule = default_rule() if channel.threshold is None else replace(default_rule(), threshold=channel.threshold)
-    return decide(found, rule)
+def threshold_of(channel: Channel, tier: float | None) -> tuple[float, str]:
+    """The confidence a channel answers from, and whose it is: the channel's own, else the
+    tenant's auto-confirm tier (measured on its own decisions: ``plugin.learn.tier``), else
+    ``tipline.json``'s."""
+    if channel.threshold is not None:
+        return channel.threshold, "channel"
+    if tier is not None:
+        return tier, "tenant_tier"
+    return default_rule().threshold, "default"
+
+
+def sure_reply(found: Match, threshold: float) -> Reply:
+    """``decide`` at ``threshold``."""
+    return decide(found, replace(default_rule(), threshold=threshold))
 
 
 def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_id: str, send: Send
@@ -152,7 +163,9 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
     # the user's own language (their app's, on Telegram) before the message's: a forwarded
     # English rumour asked about in Spanish is answered in Spanish
     lang = strings.language(said, channel.tenant, who.get("lang") or found.lang, channel.default_lang)
-    reply = sure_reply(found, channel)
+    tier = ((services.recalibrations.get(channel.tenant) or {}).get("tier") or {}).get("threshold")
+    threshold, whose = threshold_of(channel, tier)
+    reply = sure_reply(found, threshold)
     if reply.sure:
         fcs = [{**c.fields, "id": c.id} for c in reply.factchecks]
         mid = _plan(services, send, channel, who["chat"], user, messages.answer(said, channel.tenant, lang, fcs, post_id),
@@ -161,12 +174,13 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
         store.answered_with(channel, post_id, [c.id for c in reply.factchecks])
         store.release(channel, user)
         return {"channel": channel.id, "reply": "answered", "factchecks": [c.id for c in reply.factchecks],
-                "message": mid}
+                "threshold": threshold, "threshold_of": whose, "message": mid}
     store.ask(channel, user, channel.tenant, claim_id, post_id, lang)
     mid = _plan(services, send, channel, who["chat"], user, messages.plain(said, channel.tenant, lang, "desk_will_look"),
                 f"queued:{post_id}")
     store.outcome(channel, post_id, user, "no_result" if reply.reason == "no_match" else "queued")
-    return {"channel": channel.id, "reply": "queued", "why": reply.reason, "message": mid}
+    return {"channel": channel.id, "reply": "queued", "why": reply.reason, "threshold": threshold,
+            "threshold_of": whose, "message": mid}
 
 
 def answer_claim(services: Services, tenant: str, claim_id: str, factcheck: Mapping[str, Any], send: Send) -> int:

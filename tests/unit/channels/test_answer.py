@@ -61,3 +61,15 @@ def test_unanswerable_messages_count_against_precision():
     assert (out["messages"], out["answered"], out["precision"]) == (3, 2, 0.5)
     assert out["answerable"] == {"messages": 1, "answered": 1, "precision": 1.0}
     assert out["unanswerable"] == {"messages": 2, "answered_wrongly": 1}
+
+
+def test_a_channel_answers_from_its_own_threshold_else_the_tenants_tier_else_the_default():
+    from plugin.channels.records import Channel, Kind
+    from plugin.service.tipline import threshold_of
+
+    ch = Channel("ch_0123456789abcdef", "t", Kind.TELEGRAM, "n", "x")
+    assert threshold_of(ch, None) == (default_rule().threshold, "default")
+    assert threshold_of(ch, 0.91) == (0.91, "tenant_tier")
+    from dataclasses import replace
+
+    assert threshold_of(replace(ch, threshold=0.7), 0.91) == (0.7, "channel")
