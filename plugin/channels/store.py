@@ -132,6 +132,10 @@ class ChannelStore:
         pipe.sadd(self.kv.key("tipasked", channel.id, user), f"{tenant}\x1f{claim_id}")
         self.kv.call("record ask", pipe.execute)
 
+    def waiting(self, tenant: str, claim_id: str) -> int:
+        """How many users wait on the claim."""
+        return int(self.kv.call("count asks", self.kv.client.hlen, self.kv.key("tipasks", tenant, claim_id)))
+
     def asks(self, tenant: str, claim_id: str) -> list[dict[str, Any]]:
         """Who waits on the claim (one entry per user)."""
         got = self.kv.call("read asks", self.kv.client.hgetall, self.kv.key("tipasks", tenant, claim_id))

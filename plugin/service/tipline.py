@@ -218,8 +218,8 @@ def desk_notifier(services: Services, answer: Callable[[str, str, dict[str, Any]
                      and d.factcheck_id]
         for d in confirmed:
             claim_id = services.claims.joined_before(tenant, post_doc_id(tenant, d.post_id))
-            if claim_id is None:
-                continue
+            if claim_id is None or not services.channels.waiting(tenant, claim_id):
+                continue  # nobody asked: nothing to send (and no queue needed: the simulator, the CLI)
             shown = items[d.post_id].candidate(d.factcheck_id) if d.post_id in items else None
             fc = (shown.to_source() if shown is not None
                   else services.posts.factchecks([str(d.factcheck_id)]).get(str(d.factcheck_id)) or {})

@@ -132,8 +132,11 @@ def test_init_with_the_admin_identity_installs_everything(installed, services, s
     assert installed["evidence_index"] == f"{secured.evidence_index}-v1"
     assert admin.alias_indices(secured.jobs_index) == [f"{secured.jobs_index}-v1"]
     assert installed["review_index"] == secured.review_index
-    for alias in (secured.review_index, secured.decisions_index, secured.posts_index):
+    for alias in (secured.review_index, secured.decisions_index):
         assert admin.alias_indices(alias) == [f"{alias}-v1"]
+    # the posts alias rolls by month (plugin.index.rolling): its first index, marked for writes
+    assert admin.alias_indices(secured.posts_index) == [f"{secured.posts_index}-v1-000001"]
+    assert admin.write_index(secured.posts_index) == f"{secured.posts_index}-v1-000001"
     assert installed["search_pipelines"], "neural-search is on the secured node too"
     assert services.admin().deployment.install()["index"] == installed["index"]  # idempotent
 
