@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plugin.claims import queries as q
 from plugin.claims.cluster import Earlier, PostSignals
@@ -26,6 +26,9 @@ from plugin.index.store import Store
 from plugin.index.templates import ensure_plain_index
 from plugin.search.duplicates import post_words
 from plugin.settings import Settings
+
+if TYPE_CHECKING:
+    from plugin.claims.recent import RecentPosts
 
 #: the claim fields a read for an update takes
 CLAIM_FIELDS = ["tenant", "claim_id", "status", "lead", "post_count", "langs", "days", "first_seen", "last_seen",
@@ -57,8 +60,10 @@ class ClaimStore:
     """The claims alias and the posts-alias reads the join makes. Every read names its tenant."""
 
     def __init__(self, store: Store, settings: Settings, *, vector: Callable[[str], Sequence[float]] | None = None,
-                 clock: Callable[[], str] = now_iso) -> None:
+                 clock: Callable[[], str] = now_iso, recent: RecentPosts | None = None) -> None:
         self.store = store
+        #: the last seconds of joined posts, which the posts index may not show yet
+        self.recent = recent
         #: a post's embedding as the posts index stores it (``PostMemory.vector``): a split rewrites
         #: the post whole, since the index keeps the vector out of ``_source``
         self.vector = vector
@@ -90,11 +95,17 @@ class ClaimStore:
         if answer is not None:
             bodies.append(q.earlier_body(tenant, vector, k, answer=answer))
         seen: dict[str, Earlier] = {}
+        # the posts of the last seconds first (the index may not show them yet); the index's
+        # copy of one it shows, with its claim as stored now, wins
+        for e in self.recent.earlier(tenant, vector) if self.recent is not None else ():
+            seen[e.post.post_id] = e
+        indexed: set[str] = set()
         for resp in self.store.msearch(self.posts_alias, bodies):
             for h in resp["hits"]["hits"]:
                 src = h["_source"]
-                if src["post_id"] in seen or not src.get("claim_id"):
+                if src["post_id"] in indexed or not src.get("claim_id"):
                     continue
+                indexed.add(src["post_id"])
                 seen[src["post_id"]] = Earlier(
                     PostSignals(src["post_id"], post_words(src.get("text")), src.get("answer"),
                                 src.get("answer_confidence"), src.get("image_hash"), frozenset(src.get("kept_out") or ())),

@@ -8,7 +8,7 @@ joined (read back from the post), and the claim counts it once (``records.add_po
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,10 @@ class ClaimJoin:
     claim_id: str
     joined: Joined
     fields: Mapping[str, Any]
+    #: the post as the join saw it, and its vector (``None`` for a post that joined before: a
+    #: retried job), which ``count`` leaves for the next seconds' joins (``plugin.claims.recent``)
+    signals: PostSignals | None = None
+    vector: Sequence[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"claim_id": self.claim_id, "via": self.joined.via, "signals": list(self.joined.signals),
@@ -55,6 +59,7 @@ def join(claims: ClaimStore, posts: PostMemory, tenant: str, post: Mapping[str, 
     rule = rule or served_rule()
     mine = signals_of(post, found, image)
     before = claims.joined_before(tenant, post_doc_id(tenant, mine.post_id))
+    vector = None
     if before is not None:
         joined = Joined(before)
     else:
@@ -63,7 +68,7 @@ def join(claims: ClaimStore, posts: PostMemory, tenant: str, post: Mapping[str, 
     claim_id = joined.claim_id or new_claim_id(tenant, mine.post_id)
     fields = {"claim_id": claim_id, "answer": mine.answer, "answer_confidence": mine.answer_confidence,
               "image_hash": mine.image_hash, "check_worthiness": worth}
-    return ClaimJoin(claim_id, joined, fields)
+    return ClaimJoin(claim_id, joined, fields, mine, vector)
 
 
 def check_worthiness(posts: PostMemory, post: Mapping[str, Any]) -> float | None:
@@ -78,12 +83,15 @@ def check_worthiness(posts: PostMemory, post: Mapping[str, Any]) -> float | None
 
 def count(claims: ClaimStore, tenant: str, post: Mapping[str, Any], lang: str | None, found: Match,
           join_: ClaimJoin, at: str | None = None) -> Claim:
-    """Count the (written) post in its claim."""
+    """Count the (written) post in its claim, and leave it for the next seconds' joins."""
     top = found.best
-    return claims.add_post(tenant, join_.claim_id, ClaimPost(
+    claim = claims.add_post(tenant, join_.claim_id, ClaimPost(
         str(post["id"]), post.get("text") or "", lang, at or now_iso(),
         top.id if top else None, top.claim if top else None,
         top.confidence if top else None, join_.fields.get("check_worthiness")))
+    if claims.recent is not None and join_.signals is not None and join_.vector is not None:
+        claims.recent.push(tenant, join_.signals, post.get("text") or "", claim.id, join_.vector)
+    return claim
 
 
 def trend(claims: ClaimStore, rules: TenantRules, tenant: str, claim: Claim, post_id: str) -> tuple[Claim, int] | None:

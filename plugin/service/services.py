@@ -213,9 +213,11 @@ class Services:
     @property
     def claims(self) -> ClaimStore:
         """The claims the tenants' posts make (``plugin.claims.store.ClaimStore``)."""
+        from plugin.claims.recent import RecentPosts
         from plugin.claims.store import ClaimStore
 
-        return self._get("claims", lambda: ClaimStore(self.store, self.settings, vector=self.posts.vector))
+        return self._get("claims", lambda: ClaimStore(self.store, self.settings, vector=self.posts.vector,
+                                                      recent=RecentPosts(self.kv)))
 
     @property
     def learning(self) -> Learning:

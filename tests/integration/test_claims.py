@@ -263,3 +263,24 @@ def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_serv
     assert run(tenant, "5G masts are spreading the coronavirus, share!!")["deliveries"] == []
     # a tenant without the rule gets no alert, whatever the spread
     assert all(not o["deliveries"] for o in (run(quiet, t) for t in texts[:4]))
+
+
+def test_a_repost_a_moment_later_joins_the_claim_before_the_index_shows_the_first(api_services, api_corpus):
+    """The posts index shows a post to kNN only after its refresh; the last seconds' posts are
+    read from Redis beside it (``plugin.claims.recent``), so a burst of re-posts makes one claim."""
+    tenant = f"cl-burst-{uuid.uuid4().hex[:6]}"
+    api_services.posts.ensure()
+    api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": "-1"})
+    try:
+        outs = []
+        for text in (FIVE_G, RETWEET, EDITED):
+            body = {"id": f"burst-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en", "k": 4}
+            outs.append(handlers.run_post(api_services, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": tenant,
+                                                         "input": {"post": body}}, lambda did: None))
+    finally:
+        api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": None})
+    claims = {o["claim"]["claim_id"] for o in outs}
+    assert len(claims) == 1, outs
+    assert outs[1]["claim"]["via"] == outs[0]["post_id"] and "embedding" in outs[1]["claim"]["signals"]
+    api_services.store.refresh(api_services.settings.claims_index)
+    assert api_services.claims.get(tenant, claims.pop()).post_count == 3
