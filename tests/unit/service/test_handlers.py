@@ -44,6 +44,7 @@ class FakeServices:
             "vector": staticmethod(lambda text: [1.0, 0.0])})()
         self.counted = []
         self.claims = type("Claims", (), {
+            "recent": None,  # the last seconds' posts: none here
             "joined_before": staticmethod(lambda tenant, doc_id: None),
             "earlier": staticmethod(lambda tenant, vector, k, answer: []),
             "add_post": staticmethod(lambda tenant, claim_id, post: self.counted.append((claim_id, post.post_id)))})()
