@@ -38,7 +38,6 @@ def test_the_desk_confirms_a_claim_and_everyone_who_asked_is_answered(context, s
         ask(served, channel, chat, text)
         wait_for(lambda c=chat: channel_fakes.to(c) or None, timeout=120, what="the first reply")
         assert "look into it" in channel_fakes.to(chat)[0]["text"]
-        time.sleep(1.2)  # the posts index's refresh: the second asker's post joins the first's claim
 
     page = context.new_page()
     sign_in(page, key)
