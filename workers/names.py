@@ -54,7 +54,8 @@ def channel_sender(app: Any) -> Any:
 
 def answers_sender(app: Any) -> Any:
     """Send a claim's answer to its askers to its task (``Services.send_answers``), under an id
-    made from the claim and the fact-check (sent twice, it runs once)."""
+    made from the claim and the fact-check (the task may still run twice: its messages are
+    planned under ids of what they answer, so nothing is sent twice)."""
     import hashlib
 
     def send(tenant: str, claim_id: str, factcheck: dict[str, Any]) -> Any:

@@ -18,7 +18,7 @@ from plugin.service import handlers
 from plugin.errors import BackendUnavailable, FactSieveError, LLMNotConfigured, NotFound, problem
 from plugin.service.jobs import JobStatus
 from plugin.service.services import Services
-from plugin.service.webhooks import backoff_delay
+from plugin.net.outbound import backoff_delay
 from workers.app import services_of
 from workers.names import ANSWER_ASKERS, CHANNEL_SEND, DELIVER, delivery_sender
 

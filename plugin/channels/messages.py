@@ -23,14 +23,18 @@ def factcheck_line(words: Mapping[str, Any], tenant: str, lang: str, fc: Mapping
     return strings.text(words, tenant, lang, "result_line", **vals)
 
 
+def _asking(words: Mapping[str, Any], tenant: str, lang: str, lines: list[str], post_id: str) -> Outgoing:
+    """``lines``, then "did it help?" with its two buttons (their ids name the post)."""
+    return Outgoing("\n".join([*lines, "", strings.text(words, tenant, lang, "ask_helped")]),
+                    (Button(feedback_id(post_id, True), strings.text(words, tenant, lang, "yes")),
+                     Button(feedback_id(post_id, False), strings.text(words, tenant, lang, "no"))))
+
+
 def answer(words: Mapping[str, Any], tenant: str, lang: str, factchecks: Sequence[Mapping[str, Any]],
            post_id: str) -> Outgoing:
     """The sure reply: the fact-checks, then the question with its two buttons."""
-    lines = [strings.text(words, tenant, lang, "results"),
-             *(factcheck_line(words, tenant, lang, fc) for fc in factchecks),
-             "", strings.text(words, tenant, lang, "ask_helped")]
-    return Outgoing("\n".join(lines), (Button(feedback_id(post_id, True), strings.text(words, tenant, lang, "yes")),
-                                       Button(feedback_id(post_id, False), strings.text(words, tenant, lang, "no"))))
+    return _asking(words, tenant, lang, [strings.text(words, tenant, lang, "results"),
+                                         *(factcheck_line(words, tenant, lang, fc) for fc in factchecks)], post_id)
 
 
 def plain(words: Mapping[str, Any], tenant: str, lang: str, key: str) -> Outgoing:
@@ -51,12 +55,8 @@ def desk_answer(words: Mapping[str, Any], channel: Channel, lang: str, fc: Mappi
     outside it the channel's template (its body parameters: the claim, the rating, the link), or
     ``None`` when the channel has none (nothing may be sent)."""
     if open_window:
-        body = [strings.text(words, channel.tenant, lang, "desk_answer"),
-                factcheck_line(words, channel.tenant, lang, fc), "",
-                strings.text(words, channel.tenant, lang, "ask_helped")]
-        return Outgoing("\n".join(body), (
-            Button(feedback_id(post_id, True), strings.text(words, channel.tenant, lang, "yes")),
-            Button(feedback_id(post_id, False), strings.text(words, channel.tenant, lang, "no"))))
+        return _asking(words, channel.tenant, lang, [strings.text(words, channel.tenant, lang, "desk_answer"),
+                                                     factcheck_line(words, channel.tenant, lang, fc)], post_id)
     if not channel.template:
         return None
     params = [str(fc.get("claim") or "")[:300], str(fc.get("rating") or "—")[:60], str(fc.get("url") or "")[:500]]

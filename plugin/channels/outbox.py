@@ -17,7 +17,7 @@ from plugin.channels.records import Button, Channel, Kind, Outgoing
 from plugin.channels.store import ChannelStore
 from plugin.channels.wire import Result
 from plugin.errors import BadInput
-from plugin.net.outbound import Purpose, backends_of, check_target, origin_of, resolve_host
+from plugin.net.outbound import Purpose, backends_of, backoff_delay, check_target, origin_of, resolve_host
 from plugin.net.transport import DeliveryError, Reply, request
 from plugin.settings import Settings
 
@@ -112,8 +112,8 @@ def attempt(settings: Settings, store: ChannelStore, mid: str) -> float | None:
     elif result.retry_in is not None and item["attempts"] < settings.webhook_max_attempts:
         item["error"] = result.why
         store.save(item)
-        backoff = min(settings.webhook_backoff_max_s, settings.webhook_backoff_s * 2 ** (item["attempts"] - 1))
-        return max(result.retry_in, backoff)
+        return max(result.retry_in, backoff_delay(item["attempts"], settings.webhook_backoff_s,
+                                                   settings.webhook_backoff_max_s))
     else:
         item.update(status="failed", chat=None, error=result.why)
         if result.blocked:  # the user blocked the bot: as good as /stop

@@ -84,9 +84,14 @@ class ClaimStore:
     # -- the join's reads -------------------------------------------------------------------------
     def joined_before(self, tenant: str, post_doc_id: str) -> str | None:
         """The claim a post already joined (a retried job), from its posts document."""
-        found = self.store.mget_across(self.posts_alias, [post_doc_id], source=["claim_id", "tenant"]).get(post_doc_id)
-        src = (found or {}).get("_source") or {}
-        return src.get("claim_id") if src.get("tenant") == tenant else None
+        return self.claims_of(tenant, [post_doc_id]).get(post_doc_id)
+
+    def claims_of(self, tenant: str, post_doc_ids: Sequence[str]) -> dict[str, str]:
+        """``{post doc id: the claim it joined}`` of the tenant's posts among ``post_doc_ids``, in
+        one read."""
+        found = self.store.mget_across(self.posts_alias, list(post_doc_ids), source=["claim_id", "tenant"])
+        return {i: src["claim_id"] for i, h in found.items()
+                if (src := h.get("_source") or {}).get("tenant") == tenant and src.get("claim_id")}
 
     def earlier(self, tenant: str, vector: Sequence[float], k: int, answer: str | None) -> list[Earlier]:
         """The earlier posts the join compares a post with: its ``k`` nearest, and its ``k``

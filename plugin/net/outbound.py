@@ -291,6 +291,12 @@ def reached_backend(addresses: Iterable[str], port: int, backends: Iterable[Back
     return None
 
 
+def backoff_delay(failed_attempts: int, base_s: float, max_s: float) -> float:
+    """Seconds before an outbound call's next attempt after ``failed_attempts`` failures: base,
+    2·base, 4·base … capped at ``max_s`` (webhook deliveries, tipline messages, task retries)."""
+    return float(min(max_s, base_s * (2 ** max(0, failed_attempts - 1))))
+
+
 def check_target(url: str, allowed: Iterable[str | Origin] = (),
                  resolve: Callable[[str], list[str]] = resolve_host,
                  backends: Iterable[Backend] = (), purpose: Purpose = WEBHOOK) -> Target:

@@ -216,9 +216,18 @@ def desk_notifier(services: Services, answer: Callable[[str, str, dict[str, Any]
                undone: Mapping[str, Decision] | None = None) -> list[str]:
         confirmed = [d for d in decisions if d.action in (DecisionAction.CONFIRM, DecisionAction.MANUAL)
                      and d.factcheck_id]
+        if not confirmed:
+            return []
+        # one read for the whole batch (a claim's decision brings up to 2,000), then one answer
+        # per claim and fact-check, where someone waits
+        claim_of = services.claims.claims_of(tenant, [post_doc_id(tenant, d.post_id) for d in confirmed])
+        done: set[tuple[str, str]] = set()
         for d in confirmed:
-            claim_id = services.claims.joined_before(tenant, post_doc_id(tenant, d.post_id))
-            if claim_id is None or not services.channels.waiting(tenant, claim_id):
+            claim_id = claim_of.get(post_doc_id(tenant, d.post_id))
+            if claim_id is None or (claim_id, str(d.factcheck_id)) in done:
+                continue
+            done.add((claim_id, str(d.factcheck_id)))
+            if not services.channels.waiting(tenant, claim_id):
                 continue  # nobody asked: nothing to send (and no queue needed: the simulator, the CLI)
             shown = items[d.post_id].candidate(d.factcheck_id) if d.post_id in items else None
             fc = (shown.to_source() if shown is not None

@@ -34,7 +34,7 @@ from plugin.events import Event
 from plugin.service.jobs import now_iso
 from plugin.service.keys import DEFAULT_TENANT
 from plugin.kv import KV
-from plugin.net.outbound import (DeliveryError, Reply, Target, Unresolvable, backends_of,
+from plugin.net.outbound import (DeliveryError, Reply, Target, Unresolvable, backends_of, backoff_delay,
                                      check_target, check_url, parse_origins, post, resolve_host,
                                      resolve_within)
 from plugin.service.signing import (SECRET_OVERLAP_S, check_secret, delivery_headers, rotated,
@@ -47,12 +47,6 @@ MAX_SUBSCRIPTIONS_PER_OWNER = 100
 
 
 # -- pure functions ---------------------------------------------------------------------------
-
-
-def backoff_delay(failed_attempts: int, base_s: float, max_s: float) -> float:
-    """Seconds before the next attempt after ``failed_attempts`` failures: base, 2·base, 4·base …
-    capped at ``max_s``."""
-    return float(min(max_s, base_s * (2 ** max(0, failed_attempts - 1))))
 
 
 def capacity_error(owner: str | None, held: int, cap: int) -> InvalidRequest | None:
