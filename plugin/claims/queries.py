@@ -107,11 +107,11 @@ def lead_body(tenant: str, claim_ids: Sequence[str]) -> dict[str, Any]:
                      {"post_id": {"order": "asc"}}]}
 
 
-def posts_since_body(tenant: str, claim_ids: Sequence[str], since: str, but: str) -> dict[str, Any]:
-    """How many of a claim's posts but ``but`` arrived at or after ``since`` (a count)."""
+def posts_since_body(tenant: str, claim_ids: Sequence[str], since: str, but: Sequence[str]) -> dict[str, Any]:
+    """How many of a claim's posts but those of ``but`` arrived at or after ``since`` (a count)."""
     return {"size": 0, "track_total_hits": True, "query": {"bool": {"filter": [
         tenant_filter(tenant), {"terms": {"claim_id": list(claim_ids)}}, {"range": {"created_at": {"gte": since}}}],
-        "must_not": [{"term": {"post_id": but}}]}}}
+        "must_not": [{"terms": {"post_id": list(but)}}]}}}
 
 
 def events_body(tenant: str, claim_id: str, limit: int = 200) -> dict[str, Any]:

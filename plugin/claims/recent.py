@@ -4,7 +4,8 @@ The posts index answers the join's kNN only after its next refresh (about a seco
 re-posts a second apart started two claims; a burst of re-posts (a viral rumour, a tipline's users
 asking at once) met that every time. Each joined post is pushed here with its vector
 (``RecentPosts.push``, after its claim counted it) and the join reads the ones of the last
-``WINDOW_S`` beside the kNN (``ClaimStore.earlier``), compared in the process. Bounded: at most
+``WINDOW_S`` beside the kNN (``ClaimStore.earlier``), compared in the process; a claim's trending
+count adds its posts here to what the index shows (``ClaimStore.posts_since``). Bounded: at most
 ``MAX`` entries a tenant, ~1 KB each (the vector as float16).
 """
 from __future__ import annotations
@@ -56,10 +57,19 @@ class RecentPosts:
         pipe.expire(key, int(WINDOW_S * 3))
         self.kv.call("push a recent post", pipe.execute)
 
+    def of_claims(self, tenant: str, claim_ids: Sequence[str]) -> list[str]:
+        """The ids of the tenant's posts of the last ``WINDOW_S`` that joined one of ``claim_ids``
+        (the trending count adds them to what the posts index shows)."""
+        wanted, since = set(claim_ids), self.clock() - WINDOW_S
+        return [e["post_id"] for e in map(json.loads, self._read(tenant)) if e["at"] >= since and e["claim_id"] in wanted]
+
+    def _read(self, tenant: str) -> list[str]:
+        return self.kv.call("read recent posts", self.kv.client.lrange, self.kv.key("claimbuf", tenant), 0, MAX - 1)
+
     def earlier(self, tenant: str, vector: Sequence[float]) -> list[Earlier]:
         """The tenant's posts of the last ``WINDOW_S`` as the join sees them, with their cosine
         to ``vector``."""
-        raw = self.kv.call("read recent posts", self.kv.client.lrange, self.kv.key("claimbuf", tenant), 0, MAX - 1)
+        raw = self._read(tenant)
         since, mine = self.clock() - WINDOW_S, np.asarray(vector, dtype=np.float32)
         out = []
         for item in raw:

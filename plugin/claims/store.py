@@ -271,15 +271,26 @@ class ClaimStore:
         return self._update(tenant, claim_id, lambda c: decided(c, action, factcheck_id, factcheck_claim, self.clock()))
 
     def post_ids(self, tenant: str, claim: Claim, limit: int) -> list[str]:
-        """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first."""
-        resp = self.store.search(self.posts_alias, q.claim_posts_body(tenant, claim.ids, after=None, limit=limit))
-        return [h["_source"]["post_id"] for h in resp["hits"]["hits"]]
+        """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first.
+        A post is counted in the claim after it was written, but a search shows it only after
+        the index's next refresh: when the search shows fewer posts than the claim counts, the
+        index is refreshed and searched once more (a decision on the claim reaches a post that
+        joined a moment before it; posts deleted by retention cost that one refresh)."""
+        body = q.claim_posts_body(tenant, claim.ids, after=None, limit=limit)
+        hits = self.store.search(self.posts_alias, body)["hits"]["hits"]
+        if len(hits) < min(claim.post_count, limit):
+            self.store.refresh(self.posts_alias)
+            hits = self.store.search(self.posts_alias, body)["hits"]["hits"]
+        return [h["_source"]["post_id"] for h in hits]
 
     def posts_since(self, tenant: str, claim: Claim, since: str, post_id: str) -> int:
         """How many of the claim's posts arrived at or after ``since``: ``post_id`` (the post
-        just written, which a search may not see yet) and the others the posts index shows."""
-        body = q.posts_since_body(tenant, claim.ids, since, post_id)
-        return 1 + self.store.search(self.posts_alias, body)["hits"]["total"]["value"]
+        just written) and the last seconds' posts of the claim (``RecentPosts``), which a search
+        may not see yet (a burst of re-posts is counted whole), and the others the posts index
+        shows."""
+        late = {post_id, *(self.recent.of_claims(tenant, claim.ids) if self.recent is not None else ())}
+        body = q.posts_since_body(tenant, claim.ids, since, sorted(late))
+        return len(late) + self.store.search(self.posts_alias, body)["hits"]["total"]["value"]
 
     def mark_trending(self, tenant: str, claim_id: str, posts_in_window: int, posts: int, window_hours: float,
                       post_id: str | None = None) -> Claim | None:

@@ -228,18 +228,20 @@ def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_serv
     from plugin.events import Event
     from plugin.service.services import Services
 
-    tenant, quiet = f"cl-t-{uuid.uuid4().hex[:6]}", f"cl-q-{uuid.uuid4().hex[:6]}"
+    tenant, quiet, burst = (f"cl-{k}-{uuid.uuid4().hex[:6]}" for k in "tqb")
     path = tmp_path / "rules.json"
-    path.write_text(json.dumps({"tenants": {tenant: {"trending_posts": 3, "trending_window_hours": 1}}}))
+    path.write_text(json.dumps({"tenants": {t: {"trending_posts": 3, "trending_window_hours": 1} for t in (tenant, burst)}}))
     svc = Services(api_services.settings.model_copy(update={"review_rules_path": str(path)}),
                    store=api_services.store, embedder=api_services.embedder)
-    subs = {t: svc.webhooks.create(receiver.url(f"/trend-{t}"), [Event.CLAIM_TRENDING], owner=t) for t in (tenant, quiet)}
+    subs = {t: svc.webhooks.create(receiver.url(f"/trend-{t}"), [Event.CLAIM_TRENDING], owner=t)
+            for t in (tenant, quiet, burst)}
 
-    def run(t: str, text: str, post_id: str | None = None) -> dict:
+    def run(t: str, text: str, post_id: str | None = None, refresh: bool = True) -> dict:
         body = {"id": post_id or f"tr-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en"}
         out = handlers.run_post(svc, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": t, "input": {"post": body}},
                                 lambda did: None)
-        svc.store.refresh(svc.settings.posts_index)
+        if refresh:
+            svc.store.refresh(svc.settings.posts_index)
         return out
 
     texts = (FIVE_G, RETWEET, EDITED, "RT @y: " + FIVE_G, HONEY)
@@ -263,11 +265,22 @@ def test_a_claim_gaining_posts_fast_sends_one_trending_alert_per_window(api_serv
     assert run(tenant, "5G masts are spreading the coronavirus, share!!")["deliveries"] == []
     # a tenant without the rule gets no alert, whatever the spread
     assert all(not o["deliveries"] for o in (run(quiet, t) for t in texts[:4]))
+    # a burst: three re-posts before the index shows any of them trend on the third
+    svc.store.put_index_settings(svc.settings.posts_index, {"refresh_interval": "-1"})
+    try:
+        outs = [run(burst, t, refresh=False) for t in texts[:3]]
+    finally:
+        svc.store.put_index_settings(svc.settings.posts_index, {"refresh_interval": None})
+    assert len({o["claim"]["claim_id"] for o in outs}) == 1, outs
+    assert [len(o["deliveries"]) for o in outs] == [0, 0, 1], outs
 
 
 def test_a_repost_a_moment_later_joins_the_claim_before_the_index_shows_the_first(api_services, api_corpus):
     """The posts index shows a post to kNN only after its refresh; the last seconds' posts are
-    read from Redis beside it (``plugin.claims.recent``), so a burst of re-posts makes one claim."""
+    read from Redis beside it (``plugin.claims.recent``), so a burst of re-posts makes one claim;
+    and a decision on the claim a moment later decides every post of it, shown or not yet."""
+    from plugin.service.claiming import decide_claim
+
     tenant = f"cl-burst-{uuid.uuid4().hex[:6]}"
     api_services.posts.ensure()
     api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": "-1"})
@@ -277,10 +290,12 @@ def test_a_repost_a_moment_later_joins_the_claim_before_the_index_shows_the_firs
             body = {"id": f"burst-{uuid.uuid4().hex[:10]}", "text": text, "lang": "en", "k": 4}
             outs.append(handlers.run_post(api_services, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": tenant,
                                                          "input": {"post": body}}, lambda did: None))
+        claims = {o["claim"]["claim_id"] for o in outs}
+        assert len(claims) == 1, outs
+        assert outs[1]["claim"]["via"] == outs[0]["post_id"] and "embedding" in outs[1]["claim"]["signals"]
+        done = decide_claim(api_services.claims, api_services.review, api_services.posts, tenant, "ana",
+                            outs[0]["claim"]["claim_id"], "confirm", "api-2")
     finally:
         api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": None})
-    claims = {o["claim"]["claim_id"] for o in outs}
-    assert len(claims) == 1, outs
-    assert outs[1]["claim"]["via"] == outs[0]["post_id"] and "embedding" in outs[1]["claim"]["signals"]
-    api_services.store.refresh(api_services.settings.claims_index)
-    assert api_services.claims.get(tenant, claims.pop()).post_count == 3
+    assert sorted(d["post_id"] for d in done["decisions"]) == sorted(o["post_id"] for o in outs), done
+    assert done["claim"]["post_count"] == 3 and done["skipped"] == []

@@ -69,3 +69,16 @@ def test_the_join_sees_the_last_seconds_posts_with_their_cosine_and_forgets_olde
     for i in range(MAX + 5):
         recent.push("t", PostSignals(f"p{i}", frozenset(), None, None), "x", "c", a.tolist())
     assert len(recent.earlier("t", a.tolist())) == MAX
+
+
+def test_a_claims_last_seconds_posts_are_named_for_its_trending_count():
+    now = [1000.0]
+    recent = RecentPosts(FakeKV(), clock=lambda: now[0])
+    v = [1.0, 0.0, 0.0, 0.0]
+    for post, claim in (("p1", "c1"), ("p2", "c2"), ("p3", "c1"), ("p4", "c9")):
+        recent.push("t", PostSignals(post, frozenset(), None, None), "x", claim, v)
+    assert sorted(recent.of_claims("t", ["c1"])) == ["p1", "p3"]
+    assert sorted(recent.of_claims("t", ["c1", "c9"])) == ["p1", "p3", "p4"]  # a claim and one merged into it
+    assert recent.of_claims("other", ["c1"]) == []
+    now[0] += WINDOW_S + 1  # by now the index shows them
+    assert recent.of_claims("t", ["c1"]) == []
