@@ -34,13 +34,13 @@ def _raw() -> bytes:
     return read_body(services().settings.max_json_bytes, "FACTSIEVE_MAX_JSON_BYTES")
 
 
-def _take(channel: Channel, updates: list) -> Response:
+def _take(channel: Channel, updates: list, call: dict[str, str] | None = None) -> Response:
     from plugin.service.tipline import received
     from workers.names import channel_sender
 
     sender = channel_sender(current_app.extensions["factsieve.celery"])
     out = received(services(), channel, updates, enqueue_job=enqueue, send=sender)
-    return reply(s.UpdateTaken(**out))
+    return reply(s.UpdateTaken(**out, **(call or {})), exclude_none=True)
 
 
 @route("POST", "/v1/channels/telegram/<channel_id>", summary="Telegram's webhook: a bot's updates",
@@ -53,7 +53,8 @@ def telegram_update(channel_id: str) -> Response:
     given = request.headers.get(telegram.SECRET_HEADER, "")
     if not hmac.compare_digest(given.encode(), ch.secrets.get("secret_token", "").encode()) or not given:
         raise Unauthorized("the update's secret token is not this channel's")
-    return _take(ch, telegram.parse_update(parse_json(_raw())))
+    update = parse_json(_raw())
+    return _take(ch, telegram.parse_update(update), telegram.callback_answer(update))
 
 
 @route("GET", "/v1/channels/whatsapp/<channel_id>", summary="WhatsApp's webhook verification",

@@ -191,8 +191,9 @@ def invalid(exc: ValidationError) -> FactSieveError:
     return InvalidRequest(f"invalid request body: {detail}", errors=fields)
 
 
-def reply(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    resp = Response(model.model_dump_json(), status=status, mimetype="application/json")
+def reply(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None, *,
+          exclude_none: bool = False) -> Response:
+    resp = Response(model.model_dump_json(exclude_none=exclude_none), status=status, mimetype="application/json")
     for name, value in (headers or {}).items():
         resp.headers[name] = value
     return resp

@@ -69,3 +69,7 @@ class UpdateTaken(Response):
     ok: bool = True
     taken: int = Field(description="messages and actions taken from this update")
     repeated: int = Field(description="ones taken before (a retried update): processed once")
+    method: str | None = Field(None, description="Telegram only: a Bot API call made by this reply (a "
+                               "webhook's answer may carry one): answerCallbackQuery for a button "
+                               "press, which stops the user's app waiting")
+    callback_query_id: str | None = Field(None, description="with method: the button press answered")

@@ -17,3 +17,6 @@ class ChannelSettings(BaseModel):
     #: A JSON file of the tenants' own tipline strings (``plugin/channels/strings.json``'s shape),
     #: over the packaged ones.
     tipline_strings_path: str | None = None
+    #: An answer's "did it help?" unanswered this long is the request's ``timeout`` outcome
+    #: (recorded by the workers' sweeper; nothing is sent to the user).
+    tipline_feedback_timeout_s: float = 24 * 3600

@@ -1,4 +1,5 @@
-"""The job sweeper: a thread in each worker's main process that fails or resends stuck jobs."""
+"""The job sweeper: a thread in each worker's main process that fails or resends stuck jobs (and
+records the tipline's unanswered "did it help?" as timeouts)."""
 from __future__ import annotations
 
 import logging
@@ -13,7 +14,8 @@ log = logging.getLogger(__name__)
 
 
 def run_sweep(app: Any) -> dict[str, int]:
-    """Stuck jobs failed or sent again (``JobStore.sweep``); each worker's sweeper thread calls it
+    """Stuck jobs failed or sent again (``JobStore.sweep``), and the tipline's unanswered "did it
+    help?" recorded as timeouts (``tipline.time_out``); each worker's sweeper thread calls it
     (``start_sweeper``)."""
     services = services_of(app)
     settings = services.settings
@@ -22,11 +24,14 @@ def run_sweep(app: Any) -> dict[str, int]:
     def resend(job: dict[str, Any], priority: int) -> None:
         app.send_task(TASKS[JobKind(job["kind"])], args=[job["id"]], priority=priority)
 
-    return services.jobs.sweep(
+    out = services.jobs.sweep(
         # running: past the hard limit, a redelivery by the broker, and that run's limit too
         running_after_s=settings.broker_visibility_timeout_s + 2 * limit + 60,
         # queued: longer than a message waits before the broker hands it out again
         queued_after_s=settings.broker_visibility_timeout_s + limit, resend=resend)
+    from plugin.service.tipline import time_out
+
+    return {**out, "tipline_timeouts": time_out(services, settings.tipline_feedback_timeout_s)}
 
 
 def start_sweeper(app: Any, interval_s: float) -> threading.Event:

@@ -72,6 +72,18 @@ class Action(str, Enum):
     START = "start"         # /start: the greeting
 
 
+class Outcome(str, Enum):
+    """How a request ended, as the channel's events record it (Meedan Check's names)."""
+
+    ANSWERED = "answered"            # answered at once, sure
+    RELEVANT = "relevant"            # the user said the answer helped
+    IRRELEVANT = "irrelevant"        # ... that it did not
+    QUEUED = "queued"                # not sure: the desk will look, the user waits
+    NO_RESULT = "no_result"          # nothing matched: the desk will look
+    DESK_ANSWERED = "desk_answered"  # the desk's decision reached the user (or could not: ``sent``)
+    TIMEOUT = "timeout"              # "did it help?" went unanswered for FACTSIEVE_TIPLINE_FEEDBACK_TIMEOUT_S
+
+
 @dataclass(frozen=True)
 class Inbound:
     """One thing a user did, as a channel's update says it."""

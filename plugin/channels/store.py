@@ -5,7 +5,8 @@ and the outbox of messages to send.
 
 Keys under the deployment's prefix: ``channel:<id>``, ``channels``; ``tipuser:<channel>:<user>``;
 ``tipasks:<tenant>:<claim>``, ``tipasked:<channel>:<user>``; ``tipseen:<channel>:<key>``;
-``tipevents:<channel>``; ``tipsent:<channel>:<post>``; ``tipout:<id>``.
+``tipevents:<channel>``; ``tipsent:<channel>:<post>``; ``tipawait:<channel>`` (answers whose
+"did it help?" is open, by when it was asked); ``tipout:<id>``.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from plugin.channels.records import REQUIRED, Channel, Kind, Outgoing
+from plugin.channels.records import REQUIRED, Channel, Kind, Outcome, Outgoing
 from plugin.errors import BadInput, InvalidRequest, NotFound
 from plugin.kv import KV
 
@@ -30,8 +31,6 @@ SEEN_TTL_S = 7 * 24 * 3600
 MAX_EVENTS = 10_000
 #: a planned message is kept this long, sent or not
 OUTBOX_TTL_S = 7 * 24 * 3600
-#: the outcomes a request ends with (Meedan Check's list)
-OUTCOMES = ("answered", "relevant", "irrelevant", "queued", "no_result", "desk_answered", "timeout")
 
 
 def now_iso() -> str:
@@ -167,10 +166,10 @@ class ChannelStore:
         pipe.hset(self.kv.key("tipuser", channel.id, user), "stopped", "1")
         self.kv.call("stop tipline user", pipe.execute)
 
-    def outcome(self, channel: Channel, post_id: str, user: str, outcome: str, **extra: Any) -> None:
+    def outcome(self, channel: Channel, post_id: str, user: str, outcome: Outcome, **extra: Any) -> None:
         """A request's outcome, as an event of the channel (newest first, the last ``MAX_EVENTS``)."""
-        assert outcome in OUTCOMES, outcome
-        event = json.dumps({"post_id": post_id, "user": user, "outcome": outcome, "at": now_iso(), **extra})
+        event = json.dumps({"post_id": post_id, "user": user, "outcome": Outcome(outcome).value, "at": now_iso(),
+                            **extra})
         pipe = self.kv.client.pipeline()
         pipe.lpush(self.kv.key("tipevents", channel.id), event)
         pipe.ltrim(self.kv.key("tipevents", channel.id), 0, MAX_EVENTS - 1)
@@ -184,6 +183,28 @@ class ChannelStore:
     def sent_for(self, channel: Channel, post_id: str) -> list[str]:
         raw = self.kv.call("read sent", self.kv.client.get, self.kv.key("tipsent", channel.id, post_id))
         return list(json.loads(raw)) if raw else []
+
+    def awaiting(self, channel: Channel, post_id: str, user: str) -> None:
+        """The user was asked whether the answer to ``post_id`` helped (``timeouts``)."""
+        self.kv.call("await feedback", self.kv.client.zadd, self.kv.key("tipawait", channel.id),
+                     {f"{post_id}\x1f{user}": self.clock()})
+
+    def replied(self, channel: Channel, post_id: str, user: str) -> None:
+        """The user said whether the answer to ``post_id`` helped: it is awaited no more."""
+        self.kv.call("feedback came", self.kv.client.zrem, self.kv.key("tipawait", channel.id), f"{post_id}\x1f{user}")
+
+    def timeouts(self, channel: Channel, older_than_s: float, limit: int = 1000) -> list[tuple[str, str]]:
+        """``(post_id, user)`` of answers whose "did it help?" went unanswered for ``older_than_s``,
+        at most ``limit``, taken off the list (each is returned to one caller only)."""
+        key = self.kv.key("tipawait", channel.id)
+        due = self.kv.call("read awaited", self.kv.client.zrangebyscore, key, "-inf", self.clock() - older_than_s,
+                           start=0, num=limit)
+        out = []
+        for member in due:
+            if self.kv.call("time out", self.kv.client.zrem, key, member):  # 0: another sweeper took it
+                post_id, user = member.split("\x1f", 1)
+                out.append((post_id, user))
+        return out
 
     def events(self, channel: Channel, limit: int = 100) -> list[dict[str, Any]]:
         raw = self.kv.call("read outcomes", self.kv.client.lrange, self.kv.key("tipevents", channel.id), 0, limit - 1)

@@ -55,6 +55,16 @@ def parse_update(update: Any) -> list[Inbound]:
     return [Inbound(Action.MESSAGE, text=text, media=media, forwarded=forwarded, **common)]
 
 
+def callback_answer(update: Any) -> dict[str, str] | None:
+    """The ``answerCallbackQuery`` a button press needs (its app shows a spinner until then), as
+    the webhook's reply carries it (the Bot API runs a method named in a webhook's answer: no call
+    of FactSieve's own); ``None`` for any other update."""
+    cb = update.get("callback_query") if isinstance(update, dict) else None
+    if not isinstance(cb, dict) or not isinstance(cb.get("id"), str) or not cb["id"] or len(cb["id"]) > 256:
+        return None
+    return {"method": "answerCallbackQuery", "callback_query_id": cb["id"]}
+
+
 def send_call(chat: str, out: Outgoing) -> tuple[str, dict[str, Any]]:
     """``(method, body)`` of the Bot API call that sends ``out`` to ``chat``."""
     body: dict[str, Any] = {"chat_id": chat, "text": out.text, "link_preview_options": {"is_disabled": True}}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from plugin.channels import messages, strings
 from plugin.channels.answer import Reply, decide, default_rule
-from plugin.channels.records import Action, Channel, Inbound, Kind, Outgoing
+from plugin.channels.records import Action, Channel, Inbound, Kind, Outcome, Outgoing
 from plugin.models import post_doc_id
 from plugin.search.result import Match
 
@@ -88,7 +88,8 @@ def received(services: Services, channel: Channel, updates: list[Inbound], *, en
 def _feedback(services: Services, send: Send, channel: Channel, inb: Inbound, user: str, lang: str) -> None:
     store, said = services.channels, words(services)
     post_id = inb.post_id or ""
-    store.outcome(channel, post_id, user, "relevant" if inb.helped else "irrelevant")
+    store.replied(channel, post_id, user)
+    store.outcome(channel, post_id, user, Outcome.RELEVANT if inb.helped else Outcome.IRRELEVANT)
     # a decision of the public's, beside the desk's (the learning weighs it below theirs)
     services.review.record_feedback(channel.tenant, post_id, bool(inb.helped), store.sent_for(channel, post_id),
                                     actor=f"tipline:{user[:12]}")
@@ -170,7 +171,8 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
         fcs = [{**c.fields, "id": c.id} for c in reply.factchecks]
         mid = _plan(services, send, channel, who["chat"], user, messages.answer(said, channel.tenant, lang, fcs, post_id),
                     f"answer:{post_id}")
-        store.outcome(channel, post_id, user, "answered", factchecks=[c.id for c in reply.factchecks])
+        store.outcome(channel, post_id, user, Outcome.ANSWERED, factchecks=[c.id for c in reply.factchecks])
+        store.awaiting(channel, post_id, user)
         store.answered_with(channel, post_id, [c.id for c in reply.factchecks])
         store.release(channel, user)
         return {"channel": channel.id, "reply": "answered", "factchecks": [c.id for c in reply.factchecks],
@@ -178,7 +180,7 @@ def after_match(services: Services, job: Mapping[str, Any], found: Match, claim_
     store.ask(channel, user, channel.tenant, claim_id, post_id, lang)
     mid = _plan(services, send, channel, who["chat"], user, messages.plain(said, channel.tenant, lang, "desk_will_look"),
                 f"queued:{post_id}")
-    store.outcome(channel, post_id, user, "no_result" if reply.reason == "no_match" else "queued")
+    store.outcome(channel, post_id, user, Outcome.NO_RESULT if reply.reason == "no_match" else Outcome.QUEUED)
     return {"channel": channel.id, "reply": "queued", "why": reply.reason, "threshold": threshold,
             "threshold_of": whose, "message": mid}
 
@@ -198,11 +200,25 @@ def answer_claim(services: Services, tenant: str, claim_id: str, factcheck: Mapp
         mid = _plan(services, send, channel, who["chat"], ask["user"], out, f"desk:{claim_id}:{factcheck.get('id')}")
         store.answered_with(channel, ask["post_id"], [str(factcheck.get("id"))])
         store.answered(tenant, claim_id, ask)
-        store.outcome(channel, ask["post_id"], ask["user"], "desk_answered", factcheck=factcheck.get("id"),
+        store.outcome(channel, ask["post_id"], ask["user"], Outcome.DESK_ANSWERED, factcheck=factcheck.get("id"),
                       sent=mid is not None, **({} if out is not None else {"why": "outside the 24-hour window, no template"}))
+        if mid is not None and out is not None and out.buttons:  # it asked "did it help?"
+            store.awaiting(channel, ask["post_id"], ask["user"])
         store.release(channel, ask["user"])
         sent += mid is not None
     return sent
+
+
+def time_out(services: Services, older_than_s: float) -> int:
+    """Record ``timeout`` for every answer whose "did it help?" went unanswered for
+    ``older_than_s`` (Meedan Check's outcome; nothing is sent); how many. The workers' sweeper
+    calls it."""
+    store, n = services.channels, 0
+    for channel in store.list(None):
+        for post_id, user in store.timeouts(channel, older_than_s):
+            store.outcome(channel, post_id, user, Outcome.TIMEOUT, after_s=older_than_s)
+            n += 1
+    return n
 
 
 def desk_notifier(services: Services, answer: Callable[[str, str, dict[str, Any]], Any]) -> Callable[..., list[str]]:

@@ -82,9 +82,18 @@ def send_wa(client, ch: dict, payload: dict, secret: str = "s3cret"):
                        headers={"X-Hub-Signature-256": sig})
 
 
-def messages_to(fakes, chat, n: int = 1, timeout: float = 90.0) -> list[dict]:
-    return wait_for(lambda: (got if len(got := fakes.to(chat)) >= n else None), timeout=timeout,
-                    what=f"{n} message(s) to {chat}")
+def messages_to(fakes, chat, n: int = 1, timeout: float = 90.0, worker=None) -> list[dict]:
+    """The first ``n`` messages to ``chat``; on a timeout with ``worker``, the error shows the
+    worker's tipline lines and warnings (what CI prints is all there is to go on)."""
+    try:
+        return wait_for(lambda: (got if len(got := fakes.to(chat)) >= n else None), timeout=timeout,
+                        what=f"{n} message(s) to {chat}")
+    except AssertionError as exc:
+        if worker is None:
+            raise
+        lines = [line for line in worker.log_path.read_text(errors="replace").splitlines()
+                 if any(w in line for w in ("WARNING", "ERROR", "answer_askers", "send_channel_message"))]
+        raise AssertionError(f"{exc}; got {fakes.to(chat)}; the worker's last lines:\n" + "\n".join(lines[-30:])) from None
 
 
 def one_claim_of_two(client, desk: dict, what: str) -> list[dict]:
@@ -109,7 +118,11 @@ def test_a_sure_text_message_is_answered_with_its_fact_check(client, channel, wo
     fb = {"update_id": uuid.uuid4().int % 10**9, "callback_query": {
         "id": "cb1", "from": {"id": chat, "language_code": "en"}, "data": buttons[0]["callback_data"],
         "message": {"message_id": 9, "chat": {"id": chat, "type": "private"}, "date": int(time.time())}}}
-    assert send_tg(client, ch, fb).status_code == 200
+    resp = send_tg(client, ch, fb)
+    assert resp.status_code == 200
+    # the press is answered in the webhook's reply (Telegram runs the method it names)
+    assert resp.get_json() == {"ok": True, "taken": 1, "repeated": 0, "method": "answerCallbackQuery",
+                               "callback_query_id": "cb1"}
     assert "Thank you" in messages_to(channel_fakes, chat, 2)[1]["text"]
     # ... and a decision of the public's on the post, beside the desk's: the item stays pending
     from plugin.service.keys import Scope
@@ -192,7 +205,7 @@ def test_the_desk_answers_everyone_who_asked_and_the_window_forces_a_template(
     [claim] = one_claim_of_two(client, desk, "one claim of both posts")
     resp = client.post(f"/v1/claims/{claim['id']}/decision", json={"action": "confirm", "factcheck_id": "api-2"},
                        headers=desk)
-    assert resp.status_code == 200, resp.data
+    assert resp.status_code == 200 and len(resp.get_json()["decisions"]) == 2, resp.data
     for chat in (ana, ben):
         answer = messages_to(channel_fakes, chat, 2)[1]
         assert "5G mobile networks spread the coronavirus." in answer["text"]
@@ -214,9 +227,10 @@ def test_the_desk_answers_everyone_who_asked_and_the_window_forces_a_template(
     _, key = api_services.keys.create("tipline desk", Scope.WRITE, wa["tenant"])
     desk = {"Authorization": f"Bearer {key}"}
     [claim] = one_claim_of_two(client, desk, "one WhatsApp claim of both posts")
-    assert client.post(f"/v1/claims/{claim['id']}/decision", json={"action": "confirm", "factcheck_id": "api-2"},
-                       headers=desk).status_code == 200
-    template = messages_to(channel_fakes, old, 2)[1]
+    resp = client.post(f"/v1/claims/{claim['id']}/decision", json={"action": "confirm", "factcheck_id": "api-2"},
+                       headers=desk)
+    assert resp.status_code == 200 and len(resp.get_json()["decisions"]) == 2, resp.data
+    template = messages_to(channel_fakes, old, 2, worker=worker)[1]
     assert template["type"] == "template" and template["template"]["name"] == "factcheck_ready"
     assert template["template"]["components"][0]["parameters"][0]["text"] == "5G mobile networks spread the coronavirus."
     inside = messages_to(channel_fakes, late, 2)[1]
@@ -282,3 +296,30 @@ def test_rate_limits_are_waited_out(client, channel, worker, channel_fakes):
     assert answer["type"] == "interactive" and "5G mobile" in answer["interactive"]["body"]["text"]
     time.sleep(1)
     assert len(channel_fakes.to(chat)) == 1 and len(channel_fakes.to(phone)) == 1
+
+
+def test_an_unanswered_did_it_help_is_a_timeout_once(client, channel, worker, channel_fakes, api_services):
+    """Check's ``timeout`` outcome: the workers' sweeper (``tipline.time_out``) records an answer
+    whose "did it help?" went unanswered, once; an answer the user replied to is not one."""
+    from plugin.service.tipline import time_out
+
+    ch = channel(threshold=0.3)
+    quiet, replies = uuid.uuid4().int % 10**9, uuid.uuid4().int % 10**9
+    send_tg(client, ch, tg_update(quiet, FIVE_G))
+    send_tg(client, ch, tg_update(replies, RETWEET))
+    [answer] = messages_to(channel_fakes, replies)
+    messages_to(channel_fakes, quiet)
+    data = answer["reply_markup"]["inline_keyboard"][0][1]["callback_data"]  # "No"
+    press = {"update_id": uuid.uuid4().int % 10**9, "callback_query": {
+        "id": "cb2", "from": {"id": replies, "language_code": "en"}, "data": data,
+        "message": {"message_id": 9, "chat": {"id": replies, "type": "private"}, "date": int(time.time())}}}
+    assert send_tg(client, ch, press).status_code == 200
+    stored = api_services.channels.find(ch["id"])
+    assert time_out(api_services, 3600) == 0  # not an hour yet
+    assert time_out(api_services, 0) >= 1
+    outcomes = [(e["outcome"], e["user"]) for e in api_services.channels.events(stored)]
+    timed = [u for o, u in outcomes if o == "timeout"]
+    assert timed == [stored.user_key(str(quiet))], outcomes
+    assert ("irrelevant", stored.user_key(str(replies))) in outcomes
+    time_out(api_services, 0)  # a second sweep records nothing more of it
+    assert [e["outcome"] for e in api_services.channels.events(stored)].count("timeout") == 1

@@ -51,6 +51,12 @@ def test_telegram_feedback_buttons_round_trip():
         "message": {"message_id": 9, "chat": CHAT, "date": 5}}})
     assert (fb.action, fb.post_id, fb.helped) == (Action.FEEDBACK, "tg-ch_0123456789abcdef-u123456789", False)
     assert feedback_of("h1:p") == ("p", True) and feedback_of("other") is None and feedback_of("h2:p") is None
+    # the press is answered in the webhook's reply; nothing else is
+    assert telegram.callback_answer({"update_id": 7, "callback_query": {"id": "4382bfdwdsb323b2d9"}}) == {
+        "method": "answerCallbackQuery", "callback_query_id": "4382bfdwdsb323b2d9"}
+    for other in ({"update_id": 8, "message": {"chat": CHAT}}, {"callback_query": {"id": 5}}, [], None,
+                  {"callback_query": {"id": "x" * 300}}):
+        assert telegram.callback_answer(other) is None
 
 
 def test_telegram_sends_and_answers():
