@@ -70,6 +70,7 @@ class Action(str, Enum):
     FEEDBACK = "feedback"   # "helped" / "did not help" on an answer
     STOP = "stop"           # /stop, STOP: no more messages, forget the user
     START = "start"         # /start: the greeting
+    UNSUPPORTED = "unsupported"  # a voice note, a video, a file…: told what the tipline reads
 
 
 class Outcome(str, Enum):

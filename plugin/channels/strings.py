@@ -14,7 +14,7 @@ from plugin.errors import BadInput
 FILE = Path(__file__).with_name("strings.json")
 FALLBACK = "en"
 KEYS = ("greeting", "checking", "results", "result_line", "ask_helped", "yes", "no", "thanks",
-        "desk_will_look", "desk_answer", "stopped")
+        "desk_will_look", "desk_answer", "stopped", "unsupported")
 
 
 @lru_cache(maxsize=4)

@@ -17,6 +17,9 @@ from plugin.channels.wire import Result, feedback_of, is_stop
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 #: callback_data is at most 64 bytes
 MAX_CALLBACK = 64
+#: a Message's fields for what a user sends that the tipline cannot read (without a caption)
+UNSUPPORTED = ("voice", "audio", "video", "video_note", "document", "sticker", "animation", "location",
+               "venue", "contact", "poll", "dice")
 
 
 def parse_update(update: Any) -> list[Inbound]:
@@ -39,6 +42,9 @@ def parse_update(update: Any) -> list[Inbound]:
     text = msg.get("text") if isinstance(msg.get("text"), str) else msg.get("caption")
     text = text if isinstance(text, str) else ""
     photos = [p for p in msg.get("photo") or [] if isinstance(p, dict) and p.get("file_id")]
+    doc = msg.get("document") if isinstance(msg.get("document"), dict) else {}
+    if not photos and str(doc.get("mime_type") or "").startswith("image/") and doc.get("file_id"):
+        photos = [doc]  # a photo sent as a file (uncompressed): read like one
     common = {"key": key, "user": str(msg["chat"]["id"]), "at": float(msg.get("date") or 0),
               "lang": (msg.get("from") or {}).get("language_code")}
     if not photos:
@@ -48,7 +54,8 @@ def parse_update(update: Any) -> list[Inbound]:
         if word == "/start":
             return [Inbound(Action.START, **common)]
         if not text.strip():
-            return []
+            # something a user sent that the tipline cannot read (not a service message)
+            return [Inbound(Action.UNSUPPORTED, **common)] if any(k in msg for k in UNSUPPORTED) else []
     # the largest size Telegram made (the list is smallest first)
     media = str(photos[-1]["file_id"]) if photos else None
     forwarded = any(k in msg for k in ("forward_origin", "forward_from", "forward_from_chat", "forward_date"))

@@ -24,6 +24,9 @@ RETRY_CODES = {130429: 10.0, 131056: 60.0, 4: 60.0, 80007: 60.0, 131000: 0.0, 2:
 OUTSIDE_WINDOW = 131047
 #: at most this many messages of one notification are taken (Meta batches a few)
 MAX_MESSAGES = 50
+#: message types a user sends that the tipline cannot read (told so; a document that is an image
+#: is read as a photo)
+UNSUPPORTED = ("audio", "video", "document", "sticker", "location", "contacts")
 #: reply buttons: at most 3, titles of at most 20 characters
 MAX_BUTTONS, MAX_TITLE = 3, 20
 
@@ -81,12 +84,15 @@ def _message(msg: Any) -> Inbound | None:
         if is_stop(text):
             return Inbound(Action.STOP, **common)
         return Inbound(Action.MESSAGE, text=text, forwarded=forwarded, **common) if text.strip() else None
-    if kind == "image":
-        image = msg.get("image") or {}
+    doc = msg.get("document") if kind == "document" and isinstance(msg.get("document"), dict) else {}
+    if kind == "image" or str(doc.get("mime_type") or "").startswith("image/"):  # a photo sent as a file too
+        image = (msg.get("image") or {}) if kind == "image" else doc
         if not image.get("id"):
             return None
         return Inbound(Action.MESSAGE, text=str(image.get("caption") or ""), media=str(image["id"]),
                        forwarded=forwarded, **common)
+    if kind in UNSUPPORTED:
+        return Inbound(Action.UNSUPPORTED, **common)
     button = None
     if kind == "interactive":
         button = ((msg.get("interactive") or {}).get("button_reply") or {}).get("id")

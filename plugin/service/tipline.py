@@ -74,9 +74,10 @@ def received(services: Services, channel: Channel, updates: list[Inbound], *, en
                   f"stop:{inb.key}")
             continue
         store.touch(channel, inb.user, inb.at or time.time(), inb.lang)
-        if inb.action is Action.START:
-            _plan(services, send, channel, inb.user, user, messages.plain(said, channel.tenant, lang, "greeting"),
-                  f"start:{inb.key}")
+        if inb.action in (Action.START, Action.UNSUPPORTED):  # the greeting, or what the tipline reads
+            what = "greeting" if inb.action is Action.START else "unsupported"
+            _plan(services, send, channel, inb.user, user, messages.plain(said, channel.tenant, lang, what),
+                  f"{what}:{inb.key}")
             store.release(channel, user)
         elif inb.action is Action.FEEDBACK:
             _feedback(services, send, channel, inb, user, lang)

@@ -323,3 +323,15 @@ def test_an_unanswered_did_it_help_is_a_timeout_once(client, channel, worker, ch
     assert ("irrelevant", stored.user_key(str(replies))) in outcomes
     time_out(api_services, 0)  # a second sweep records nothing more of it
     assert [e["outcome"] for e in api_services.channels.events(stored)].count("timeout") == 1
+
+
+def test_a_voice_note_is_told_what_the_tipline_reads(client, channel, worker, channel_fakes):
+    ch = channel()
+    chat = uuid.uuid4().int % 10**9
+    update = tg_update(chat, lang="es")
+    update["message"]["voice"] = {"file_id": "AwACvoice", "file_unique_id": "v", "duration": 4}
+    resp = send_tg(client, ch, update)
+    assert resp.status_code == 200 and resp.get_json()["taken"] == 1
+    [told] = messages_to(channel_fakes, chat)
+    assert "fotos" in told["text"]  # in the user's language
+

@@ -35,9 +35,17 @@ def test_telegram_messages_photos_forwards_and_commands():
     assert telegram.parse_update(tg({"message_id": 3, "chat": CHAT, "date": 1, "text": "/stop"}))[0].action is Action.STOP
     assert telegram.parse_update(tg({"message_id": 3, "chat": CHAT, "date": 1, "text": "STOP"}))[0].action is Action.STOP
     assert telegram.parse_update(tg({"message_id": 4, "chat": CHAT, "date": 1, "text": "/start"}))[0].action is Action.START
-    # nothing to act on: an empty text, a sticker, an edit, another shape
+    # a photo sent as a file is read as a photo; a voice note, a sticker, a PDF are told what is read
+    [as_file] = telegram.parse_update(tg({"message_id": 5, "chat": CHAT, "date": 1, "document": {
+        "file_id": "doc1", "file_unique_id": "d", "mime_type": "image/jpeg", "file_name": "meme.jpg"}}))
+    assert (as_file.action, as_file.media) == (Action.MESSAGE, "doc1")
+    for media in ({"voice": {"file_id": "v", "duration": 3}}, {"sticker": {"file_id": "x"}},
+                  {"document": {"file_id": "p", "mime_type": "application/pdf"}}, {"location": {"latitude": 1}}):
+        [odd] = telegram.parse_update(tg({"message_id": 5, "chat": CHAT, "date": 1, **media}))
+        assert odd.action is Action.UNSUPPORTED and odd.user == "1111111"
+    # nothing to act on: an empty text, a service message, an edit, another shape
     assert telegram.parse_update(tg({"message_id": 5, "chat": CHAT, "date": 1, "text": "  "})) == []
-    assert telegram.parse_update(tg({"message_id": 5, "chat": CHAT, "date": 1, "sticker": {"file_id": "x"}})) == []
+    assert telegram.parse_update(tg({"message_id": 5, "chat": CHAT, "date": 1, "new_chat_title": "x"})) == []
     assert telegram.parse_update(tg(edited_message={"message_id": 6, "chat": CHAT, "date": 1, "text": "x"})) == []
     for junk in (None, [], "x", {"update_id": "1"}, {"update_id": 1, "message": {"chat": "x"}}):
         assert telegram.parse_update(junk) == []
@@ -95,6 +103,15 @@ def test_whatsapp_notifications():
     assert got[1].media == "1003383421387256" and got[1].forwarded and got[1].text == "seen this?"
     assert (got[2].post_id, got[2].helped) == ("wa-ch_1-m1", False)
     assert len({g.key for g in got}) == 4
+    # a photo sent as a file is read as a photo; a voice note or a PDF is told what is read
+    doc = {"from": "16505551234", "id": "wamid.5", "timestamp": "1", "type": "document",
+           "document": {"id": "777", "mime_type": "image/png", "filename": "meme.png"}}
+    voice = {"from": "16505551234", "id": "wamid.6", "timestamp": "1", "type": "audio",
+             "audio": {"id": "888", "mime_type": "audio/ogg; codecs=opus", "voice": True}}
+    pdf = {**doc, "id": "wamid.7", "document": {"id": "999", "mime_type": "application/pdf"}}
+    got = whatsapp.parse_notification(wa_body(doc, voice, pdf), "106540352242922")
+    assert [(g.action, g.media) for g in got] == [(Action.MESSAGE, "777"), (Action.UNSUPPORTED, None),
+                                                  (Action.UNSUPPORTED, None)]
     # another number's messages, statuses, junk: nothing
     assert whatsapp.parse_notification(wa_body(text), "999") == []
     status = {"entry": [{"changes": [{"value": {"metadata": {"phone_number_id": "1"}, "statuses": [{"id": "x"}]}}]}]}
