@@ -27,6 +27,8 @@ def register(sub: Any, add: Any) -> None:
                     help="also send every message as if its fact-checks were not indexed (any answer there is wrong)")
     sp.add_argument("--sample", type=int, metavar="N",
                     help="only N of the split's queries, the same N every run (by a hash of their ids)")
+    sp.add_argument("--misses", action="store_true",
+                    help="also every wrong answer: the message, its fact-checks' claims and what was sent (JSON)")
     sp.add_argument("--json", action="store_true", help="print JSON (default: one line)")
 
     channels = sub.add_parser("channels", help="tipline channels (Telegram bots, WhatsApp numbers)").add_subparsers(
@@ -123,9 +125,20 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
                                          queries, cfg, reranker)
     finally:
         drop_simulation(sim)
-    out = score(matches, dataset.qrels["all"], rule, without)
+    out = score(matches, dataset.qrels["all"], rule, without, misses=args.misses)
     out.update(dataset=dataset.name, split=",".join(sorted(wanted)) if wanted else "all",
                **({"sample": len(queries)} if args.sample is not None else {}))
+    if args.misses:  # the message and its own fact-checks beside what was sent, to read
+        args.json = True
+        text = {str(q["id"]): q["text"] for q in queries}
+        import json
+
+        wanted_fc = {f for m in out["misses"] for f in dataset.qrels["all"][m["query"]]}
+        with open(dataset.path / "factchecks.jsonl", encoding="utf-8") as fh:
+            gold = {str(r["id"]): r.get("claim") for r in map(json.loads, filter(str.strip, fh))
+                    if str(r["id"]) in wanted_fc}
+        for m in out["misses"]:
+            m.update(text=text[m["query"]], answers=[gold.get(f) for f in sorted(dataset.qrels["all"][m["query"]])])
     if args.choose:
         out["choose"] = choose(matches, dataset.qrels["all"], rule, unanswerable=without)
     if args.json:

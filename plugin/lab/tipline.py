@@ -24,19 +24,34 @@ MIN_PRECISION = 0.95
 
 
 def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: TiplineRule,
-          unanswerable: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          unanswerable: Mapping[str, Any] | None = None, *, misses: bool = False) -> dict[str, Any]:
     """The report of ``rule`` over ``{query id: Match}`` (pure); ``unanswerable``: the same
-    messages matched without their fact-checks, where every answer is wrong."""
+    messages matched without their fact-checks, where every answer is wrong. ``misses``: also
+    each wrong answer (``{"query", "unanswerable", "sent": [{"id", "claim", "confidence"}]}``),
+    to read what limits the precision."""
     answered = right = 0
     reasons: dict[str, int] = {}
+    wrong: list[dict[str, Any]] = []
+
+    def sent(reply: Any) -> list[dict[str, Any]]:
+        return [{"id": c.id, "claim": c.claim, "confidence": c.confidence} for c in reply.factchecks]
+
     for qid, match in matches.items():
         reply = decide(match, rule)
         if reply.sure:
             answered += 1
-            right += any(c.id in qrels.get(qid, set()) for c in reply.factchecks)
+            ok = any(c.id in qrels.get(qid, set()) for c in reply.factchecks)
+            right += ok
+            if not ok:
+                wrong.append({"query": qid, "unanswerable": False, "sent": sent(reply)})
         else:
             reasons[reply.reason or "?"] = reasons.get(reply.reason or "?", 0) + 1
-    wrong_unanswerable = sum(decide(m, rule).sure for m in (unanswerable or {}).values())
+    wrong_unanswerable = 0
+    for qid, match in (unanswerable or {}).items():
+        reply = decide(match, rule)
+        if reply.sure:
+            wrong_unanswerable += 1
+            wrong.append({"query": qid, "unanswerable": True, "sent": sent(reply)})
     n = len(matches) + len(unanswerable or {})
     total = answered + wrong_unanswerable
     out = {"messages": n, "answered": total, "answered_share": round(total / n, 4) if n else 0.0,
@@ -46,6 +61,8 @@ def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: Tipli
         out["answerable"] = {"messages": len(matches), "answered": answered,
                              "precision": round(right / answered, 4) if answered else None}
         out["unanswerable"] = {"messages": len(unanswerable), "answered_wrongly": wrong_unanswerable}
+    if misses:
+        out["misses"] = wrong
     return out
 
 

@@ -61,6 +61,12 @@ def test_unanswerable_messages_count_against_precision():
     assert (out["messages"], out["answered"], out["precision"]) == (3, 2, 0.5)
     assert out["answerable"] == {"messages": 1, "answered": 1, "precision": 1.0}
     assert out["unanswerable"] == {"messages": 2, "answered_wrongly": 1}
+    assert "misses" not in out
+    # the wrong answers, to read: what was sent, and whether the message had an answer indexed
+    out = score({**matches, "q3": match(cand("b", 0.96))}, {"q1": {"a"}, "q3": {"c"}}, TiplineRule(0.95), without,
+                misses=True)
+    assert out["misses"] == [{"query": "q3", "unanswerable": False, "sent": [{"id": "b", "claim": None, "confidence": 0.96}]},
+                             {"query": "q1", "unanswerable": True, "sent": [{"id": "z", "claim": None, "confidence": 0.97}]}]
 
 
 def test_a_channel_answers_from_its_own_threshold_else_the_tenants_tier_else_the_default():
