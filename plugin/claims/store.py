@@ -380,10 +380,16 @@ class ClaimStore:
         return {"claims": [{**c.to_dict(), "priority": p} for c, p in page], "total": len(order), "next": nxt}
 
     def posts(self, tenant: str, claim_id: str, *, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
-        """One page of the claim's posts, oldest first (those the posts index still holds)."""
+        """One page of the claim's posts, oldest first (those the posts index still holds; the
+        first page reads after one refresh when it shows fewer than the claim counts, as
+        ``post_ids`` does)."""
         claim = self.get(tenant, claim_id)
         after = q.decode_cursor(cursor) if cursor else None
-        resp = self.store.search(self.posts_alias, q.claim_posts_body(tenant, claim.ids, after=after, limit=limit))
+        body = q.claim_posts_body(tenant, claim.ids, after=after, limit=limit)
+        resp = self.store.search(self.posts_alias, body)
+        if after is None and resp["hits"]["total"]["value"] < claim.post_count:
+            self.store.refresh(self.posts_alias)
+            resp = self.store.search(self.posts_alias, body)
         hits = resp["hits"]["hits"]
         return {"posts": claim_posts_of(hits), "total": resp["hits"]["total"]["value"],
                 "next": q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None}

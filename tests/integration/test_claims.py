@@ -295,6 +295,11 @@ def test_a_repost_a_moment_later_joins_the_claim_before_the_index_shows_the_firs
         assert outs[1]["claim"]["via"] == outs[0]["post_id"] and "embedding" in outs[1]["claim"]["signals"]
         done = decide_claim(api_services.claims, api_services.review, api_services.posts, tenant, "ana",
                             outs[0]["claim"]["claim_id"], "confirm", "api-2")
+        one_more = {"id": f"burst-{uuid.uuid4().hex[:10]}", "text": "RT @y: " + FIVE_G, "lang": "en", "k": 4}
+        handlers.run_post(api_services, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": tenant,
+                                         "input": {"post": one_more}}, lambda did: None)
+        page = api_services.claims.posts(tenant, outs[0]["claim"]["claim_id"])  # the claim's page lists them all
+        assert page["total"] == 4 and len(page["posts"]) == 4
     finally:
         api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": None})
     assert sorted(d["post_id"] for d in done["decisions"]) == sorted(o["post_id"] for o in outs), done
