@@ -66,10 +66,26 @@ def labelled_matches(store: Any, embedder: Any, settings: Any, dataset: Dataset,
     return {"x": x, "y": np.asarray(labels), "lang": langs, "queries": n}
 
 
-def _scores(p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    return {"matches": int(len(y)), "positives": int(y.sum()),
-            "ECE": round(expected_calibration_error(p, y), 4),
-            "mean_confidence": round(float(p.mean()), 4), "observed_rate": round(float(y.mean()), 4)}
+def _scores(p: np.ndarray, y: np.ndarray, *, spread: bool = False) -> dict[str, Any]:
+    out = {"matches": int(len(y)), "positives": int(y.sum()),
+           "ECE": round(expected_calibration_error(p, y), 4),
+           "mean_confidence": round(float(p.mean()), 4), "observed_rate": round(float(y.mean()), 4)}
+    if spread and len(y):
+        out.update(ece_spread(p, y))
+    return out
+
+
+def ece_spread(p: np.ndarray, y: np.ndarray, *, draws: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """How far a sample this size pins the ECE down (pure): ``ECE_95``, the 2.5th and 97.5th
+    percentiles of the ECE over bootstrap resamples of the matches; ``ECE_floor``, the mean ECE
+    of a perfectly calibrated model with these confidences (labels drawn as Bernoulli(p)), which
+    a measured ECE near it cannot be told from."""
+    rng = np.random.default_rng(seed)
+    p, y = np.asarray(p, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    boot = [expected_calibration_error(p[i], y[i]) for i in (rng.integers(0, len(p), len(p)) for _ in range(draws))]
+    floor = [expected_calibration_error(p, (rng.random(len(p)) < p).astype(np.float64)) for _ in range(draws)]
+    return {"ECE_95": [round(float(np.percentile(boot, 2.5)), 4), round(float(np.percentile(boot, 97.5)), 4)],
+            "ECE_floor": round(float(np.mean(floor)), 4)}
 
 
 def thresholds(p: np.ndarray, y: np.ndarray, findable: int,
@@ -101,12 +117,12 @@ def calibration_report(cal: Calibrator, data: dict[str, Any]) -> dict[str, Any]:
     top = data["x"][:, 0] == 1.0  # FEATURES[0] is 1 / rank
     out: dict[str, Any] = {"queries": data["queries"], **_scores(probs, y),
                            "brier": round(float(np.mean((probs - y) ** 2)), 4),
-                           "top1": {**_scores(probs[top], y[top]),
+                           "top1": {**_scores(probs[top], y[top], spread=True),
                                     "at": thresholds(probs[top], y[top], data["queries"])},
                            "per_lang": {}}
     for lang in sorted(set(data["lang"])):
         m = langs == lang
-        out["per_lang"][lang] = {**_scores(probs[m], y[m]), "top1": _scores(probs[m & top], y[m & top])}
+        out["per_lang"][lang] = {**_scores(probs[m], y[m]), "top1": _scores(probs[m & top], y[m & top], spread=True)}
     return out
 
 

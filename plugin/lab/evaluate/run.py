@@ -177,7 +177,10 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
                 report = calibration_report(calibrator, data)
                 out["configs"][name][mname]["calibration"] = {
                     "ECE": report.get("ECE"), "ECE@1": (report.get("top1") or {}).get("ECE"),
-                    "per_lang": {lang: {"ECE": r["ECE"], "ECE@1": r["top1"]["ECE"], "top1": r["top1"]["matches"]}
+                    "ECE@1_95": (report.get("top1") or {}).get("ECE_95"),
+                    "ECE@1_floor": (report.get("top1") or {}).get("ECE_floor"),
+                    "per_lang": {lang: {"ECE": r["ECE"], "ECE@1": r["top1"]["ECE"], "top1": r["top1"]["matches"],
+                                        "ECE@1_95": r["top1"].get("ECE_95"), "ECE@1_floor": r["top1"].get("ECE_floor")}
                                  for lang, r in report.get("per_lang", {}).items()},
                     "protocol": "each post with and without its fact-checks in the index"}
     return out
