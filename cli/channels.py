@@ -129,10 +129,10 @@ def cmd_evaluate_tipline(args: argparse.Namespace, services: Services) -> int:
     out.update(dataset=dataset.name, split=",".join(sorted(wanted)) if wanted else "all",
                **({"sample": len(queries)} if args.sample is not None else {}))
     if args.misses:  # the message and its own fact-checks beside what was sent, to read
-        args.json = True
-        text = {str(q["id"]): q["text"] for q in queries}
         import json
 
+        args.json = True
+        text = {str(q["id"]): q["text"] for q in queries}
         wanted_fc = {f for m in out["misses"] for f in dataset.qrels["all"][m["query"]]}
         with open(dataset.path / "factchecks.jsonl", encoding="utf-8") as fh:
             gold = {str(r["id"]): r.get("claim") for r in map(json.loads, filter(str.strip, fh))
