@@ -3,7 +3,8 @@ keyed hashes; a raw chat id or phone number only while a reply is owed to it), w
 which claim, updates already taken (a retried update is processed once), each request's outcome,
 and the outbox of messages to send.
 
-Keys under the deployment's prefix: ``channel:<id>``, ``channels``; ``tipuser:<channel>:<user>``;
+Keys under the deployment's prefix: ``channel:<id>``, ``channels``; ``tipuser:<channel>:<user>``,
+``tipusers:<channel>`` (its users' keys, which removing the channel forgets);
 ``tipasks:<tenant>:<claim>``, ``tipasked:<channel>:<user>``; ``tipseen:<channel>:<key>``;
 ``tipevents:<channel>``; ``tipsent:<channel>:<post>``; ``tipawait:<channel>`` (answers whose
 "did it help?" is open, by when it was asked); ``tipout:<id>``.
@@ -98,11 +99,20 @@ class ChannelStore:
         return [c for c in found if c is not None and (tenant is None or c.tenant == tenant)]
 
     def remove(self, channel_id: str, tenant: str | None) -> None:
+        """Remove the channel and forget its users (no reply can be owed through it any more: their
+        raw ids go), its outcomes and its open "did it help?"s; a cost of one delete per user, in
+        batches. Its queued messages fail when their turn comes ("channel removed")."""
         ch = self.get(channel_id, tenant)
         pipe = self.kv.client.pipeline()
         pipe.delete(self.kv.key("channel", ch.id))
         pipe.srem(self.kv.key("channels"), ch.id)
         self.kv.call("remove channel", pipe.execute)
+        users = self.kv.key("tipusers", ch.id)
+        while batch := self.kv.call("read channel users", self.kv.client.spop, users, 1000):
+            self.kv.call("forget channel users", self.kv.client.delete,
+                         *(self.kv.key("tipuser", ch.id, u) for u in batch), *(self.kv.key("tipasked", ch.id, u) for u in batch))
+        self.kv.call("forget channel", self.kv.client.delete, self.kv.key("tipevents", ch.id),
+                     self.kv.key("tipawait", ch.id), users)
 
     # -- updates, users, asks ------------------------------------------------------------------------
     def first_time(self, channel: Channel, key: str) -> bool:
@@ -117,7 +127,10 @@ class ChannelStore:
         fields = {"chat": raw_user, "last_in": str(at or self.clock()), "stopped": "0"}
         if lang:
             fields["lang"] = lang[:10]
-        self.kv.call("touch tipline user", self.kv.client.hset, self.kv.key("tipuser", channel.id, user), mapping=fields)
+        pipe = self.kv.client.pipeline()
+        pipe.hset(self.kv.key("tipuser", channel.id, user), mapping=fields)
+        pipe.sadd(self.kv.key("tipusers", channel.id), user)  # what removing the channel forgets
+        self.kv.call("touch tipline user", pipe.execute)
         return user
 
     def user(self, channel: Channel, user: str) -> dict[str, str]:

@@ -261,8 +261,12 @@ def test_stop_is_honoured_and_the_user_forgotten(client, channel, worker, channe
     assert len(channel_fakes.to(chat)) == 2
 
 
-def test_channels_are_managed_by_admins_and_never_show_their_secrets(client, channel, admin, auth):
+def test_channels_are_managed_by_admins_and_never_show_their_secrets(client, channel, admin, auth, api_services):
     ch = channel()
+    chat = uuid.uuid4().int % 10**9
+    assert send_tg(client, ch, tg_update(chat, "/start")).status_code == 200  # a user the channel knows
+    stored = api_services.channels.find(ch["id"])
+    kv, user = api_services.channels.kv, stored.user_key(str(chat))
     listed = client.get("/v1/channels", headers=admin).get_json()["channels"]
     mine = next(c for c in listed if c["id"] == ch["id"])
     text = json.dumps(listed)
@@ -273,7 +277,11 @@ def test_channels_are_managed_by_admins_and_never_show_their_secrets(client, cha
     bad = client.post("/v1/channels", json={"kind": "telegram", "name": "no token"}, headers=admin)
     assert bad.status_code == 422 and problem_of(bad)
     assert client.post("/v1/channels", json={"kind": "signal", "name": "x"}, headers=admin).status_code == 422
+    assert kv.client.exists(kv.key("tipuser", ch["id"], user))
     assert client.delete(f"/v1/channels/{ch['id']}", headers=admin).status_code == 204
+    # removed: its users (and their raw ids) and its outcomes are forgotten
+    assert not kv.client.exists(kv.key("tipuser", ch["id"], user), kv.key("tipusers", ch["id"]),
+                                kv.key("tipevents", ch["id"]))
     assert client.delete(f"/v1/channels/{ch['id']}", headers=admin).status_code == 404
     assert send_tg(client, ch, tg_update(1, FIVE_G)).status_code == 404
 
