@@ -103,6 +103,10 @@ def attempt(settings: Settings, store: ChannelStore, mid: str) -> float | None:
         item.update(status="failed", error="channel removed", chat=None)
         store.save(item)
         return None
+    if store.stopped_since(channel, item["user"], float(item.get("planned_at", "inf"))):  # /stop came first
+        item.update(status="failed", error="the user stopped", chat=None)
+        store.save(item)
+        return None
     out = Outgoing(item["text"], tuple(Button(i, t) for i, t in item["buttons"]), item.get("template"))
     result = send(settings, channel, item["chat"], out)
     item["attempts"] += 1

@@ -176,8 +176,14 @@ class ChannelStore:
             pipe.hdel(self.kv.key("tipasks", tenant, claim_id), f"{channel.id}:{user}")
         pipe.delete(self.kv.key("tipasked", channel.id, user))
         pipe.hdel(self.kv.key("tipuser", channel.id, user), "chat", "lang")
-        pipe.hset(self.kv.key("tipuser", channel.id, user), "stopped", "1")
+        pipe.hset(self.kv.key("tipuser", channel.id, user), mapping={"stopped": "1", "stopped_at": repr(self.clock())})
         self.kv.call("stop tipline user", pipe.execute)
+
+    def stopped_since(self, channel: Channel, user: str, planned_at: float) -> bool:
+        """Whether the user stopped after a message to them was planned at ``planned_at`` (it is
+        then never sent; the stop's own confirmation is planned after it)."""
+        who = self.user(channel, user)
+        return who.get("stopped") == "1" and float(who.get("stopped_at") or 0) > planned_at
 
     def outcome(self, channel: Channel, post_id: str, user: str, outcome: Outcome, **extra: Any) -> None:
         """A request's outcome, as an event of the channel (newest first, the last ``MAX_EVENTS``)."""
@@ -229,6 +235,7 @@ class ChannelStore:
         message); ``None`` when it was planned before."""
         mid = "tmsg_" + hashlib.sha256(f"{channel.id}\x1f{user}\x1f{dedupe}".encode()).hexdigest()[:24]
         item = {"id": mid, "channel": channel.id, "chat": chat, "user": user, "created_at": now_iso(),
+                "planned_at": self.clock(),
                 "text": out.text, "buttons": [[b.id, b.title] for b in out.buttons], "template": out.template,
                 "status": "pending", "attempts": 0}
         made = self.kv.call("plan message", self.kv.client.set, self.kv.key("tipout", mid), json.dumps(item),

@@ -259,6 +259,19 @@ def test_stop_is_honoured_and_the_user_forgotten(client, channel, worker, channe
                        headers=desk).status_code == 200
     time.sleep(3)
     assert len(channel_fakes.to(chat)) == 2
+    # a message already queued when the user stopped is never sent; the stop's confirmation is
+    from plugin.channels import outbox
+    from plugin.channels.records import Outgoing
+
+    other = uuid.uuid4().int % 10**9
+    who = api_services.channels.touch(ch, str(other), time.time(), "en")
+    queued = api_services.channels.plan(ch, str(other), who, Outgoing("an answer, queued"), f"q:{other}")
+    api_services.channels.stop(ch, who)
+    confirm = api_services.channels.plan(ch, str(other), who, Outgoing("stopped"), f"stop:{other}")
+    for mid in (queued, confirm):
+        assert outbox.attempt(api_services.settings, api_services.channels, mid) is None
+    assert api_services.channels.item(queued)["error"] == "the user stopped"
+    assert [m["text"] for m in channel_fakes.to(other)] == ["stopped"]
 
 
 def test_channels_are_managed_by_admins_and_never_show_their_secrets(client, channel, admin, auth, api_services):
