@@ -181,7 +181,7 @@ class Services:
         from plugin.review.desk import ReviewDesk
         from plugin.review.events import notifier
         from plugin.service.matching import match_post
-        from plugin.service.tipline import desk_notifier
+        from plugin.service.desk_answers import desk_notifier
 
         hooks = notifier(self.webhooks, self._send_delivery)
         tipline = desk_notifier(self, self.queue_answers)

@@ -10,9 +10,12 @@
   answered the post or its claim)
   answers with at most 3 fact-checks and asks whether it helped; otherwise the user is told the
   desk will look into it and waits on the claim.
-- ``desk_notifier`` (the review desk, after it recorded decisions): a confirmed fact-check for a
-  post answers everyone waiting on the post's claim, once each, on the channel they used; on
-  WhatsApp outside the 24-hour window with the channel's template, or not at all without one.
+- ``answer_claim`` (a worker, when the review desk confirmed a fact-check for a post:
+  ``plugin.service.desk_answers``): everyone waiting on the post's claim gets it, once each, on the
+  channel they used; on WhatsApp outside the 24-hour window with the channel's template, or not
+  at all without one.
+- ``time_out`` (the workers' sweeper): an answer's "did it help?" unanswered too long is a
+  ``timeout``.
 
 Messages go through the outbox (``plugin.channels.outbox``), sent by the workers' task under ids
 made from what they answer, so a retried job or update sends nothing twice.
@@ -34,7 +37,6 @@ from plugin.search.result import Match
 
 if TYPE_CHECKING:
     from plugin.image.model import ImageAnalysis
-    from plugin.review.records import Decision, ReviewItem
     from plugin.service.services import Services
 
 #: a message's post id: the channel's kind, the channel, the update's key
@@ -220,37 +222,3 @@ def time_out(services: Services, older_than_s: float) -> int:
             store.outcome(channel, post_id, user, Outcome.TIMEOUT, after_s=older_than_s)
             n += 1
     return n
-
-
-def desk_notifier(services: Services, answer: Callable[[str, str, dict[str, Any]], Any]) -> Callable[..., list[str]]:
-    """What the review desk calls after recording decisions (``plugin.review.events.notifier``'s
-    signature): each confirmed fact-check answers the askers of its post's claim, by a worker
-    (``answer``: ``Services.queue_answers``; a claim may have thousands of askers, and the desk's
-    request does one read per decision, never a message)."""
-    from plugin.review.records import Action as DecisionAction
-
-    def notify(tenant: str, decisions: list[Decision], items: Mapping[str, ReviewItem],
-               undone: Mapping[str, Decision] | None = None) -> list[str]:
-        confirmed = [d for d in decisions if d.action in (DecisionAction.CONFIRM, DecisionAction.MANUAL)
-                     and d.factcheck_id]
-        if not confirmed:
-            return []
-        # one read for the whole batch (a claim's decision brings up to 2,000), then one answer
-        # per claim and fact-check, where someone waits
-        claim_of = services.claims.claims_of(tenant, [post_doc_id(tenant, d.post_id) for d in confirmed])
-        done: set[tuple[str, str]] = set()
-        for d in confirmed:
-            claim_id = claim_of.get(post_doc_id(tenant, d.post_id))
-            if claim_id is None or (claim_id, str(d.factcheck_id)) in done:
-                continue
-            done.add((claim_id, str(d.factcheck_id)))
-            if not services.channels.waiting(tenant, claim_id):
-                continue  # nobody asked: nothing to send (and no queue needed: the simulator, the CLI)
-            shown = items[d.post_id].candidate(d.factcheck_id) if d.post_id in items else None
-            fc = (shown.to_source() if shown is not None
-                  else services.posts.factchecks([str(d.factcheck_id)]).get(str(d.factcheck_id)) or {})
-            answer(tenant, claim_id, {**{k: fc.get(k) for k in messages.SHOWN}, "domain": fc.get("domain"),
-                                      "id": d.factcheck_id})
-        return []
-
-    return notify
