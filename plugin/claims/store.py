@@ -358,7 +358,7 @@ class ClaimStore:
         resp = self.store.search(self.alias, body)
         hits = resp["hits"]["hits"]
         nxt = q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None
-        return {"claims": [Claim.from_source(h["_source"]).to_dict() for h in hits],
+        return {"claims": [c.to_dict() for c in self._as_now([Claim.from_source(h["_source"]) for h in hits])],
                 "total": resp["hits"]["total"]["value"], "next": nxt}
 
     def ranked_page(self, tenant: str, *, lang: str | None, min_posts: int | None, cursor: str | None,
@@ -367,7 +367,7 @@ class ClaimStore:
         first), ranked by ``priority.ranked``, one page of them; each with its ``priority``."""
         from datetime import date, timedelta
 
-        from plugin.claims.priority import ranked, weights
+        from plugin.claims.priority import priority, ranked, weights
 
         w = weights()
         today = date.fromisoformat(self.clock()[:10])
@@ -375,9 +375,21 @@ class ClaimStore:
         start = q.decode_cursor(cursor)[0] if cursor else 0
         hits = self.store.search(self.alias, q.recent_open_body(tenant, since, w.max_claims, lang, min_posts))
         order = ranked([Claim.from_source(h["_source"]) for h in hits["hits"]["hits"]], today, w)
-        page = order[start:start + limit]
+        page = self._as_now([c for c, _ in order[start:start + limit]])
         nxt = q.encode_cursor([start + limit, q.PRIORITY]) if start + limit < len(order) else None
-        return {"claims": [{**c.to_dict(), "priority": p} for c, p in page], "total": len(order), "next": nxt}
+        return {"claims": [{**c.to_dict(), "priority": priority(c, today, w)} for c in page], "total": len(order),
+                "next": nxt}
+
+    def _as_now(self, claims: list[Claim]) -> list[Claim]:
+        """A page's claims as they are now: a search shows each as of the index's last refresh (a
+        post that joined a moment ago, and was already answered, not counted yet), so the page's
+        claims are read again by id, in one real-time read; which claims and their order stay the
+        search's."""
+        if not claims:
+            return claims
+        found = self.store.mget(self.alias, [claim_doc_id(c.tenant, c.id) for c in claims], source=CLAIM_FIELDS)
+        return [Claim.from_source(h["_source"]) if (h := found.get(claim_doc_id(c.tenant, c.id))) else c
+                for c in claims]
 
     def posts(self, tenant: str, claim_id: str, *, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
         """One page of the claim's posts, oldest first (those the posts index still holds; the

@@ -304,3 +304,23 @@ def test_a_repost_a_moment_later_joins_the_claim_before_the_index_shows_the_firs
         api_services.store.put_index_settings(api_services.settings.posts_index, {"refresh_interval": None})
     assert sorted(d["post_id"] for d in done["decisions"]) == sorted(o["post_id"] for o in outs), done
     assert done["claim"]["post_count"] == 3 and done["skipped"] == []
+
+
+def test_a_claim_page_shows_a_post_that_joined_before_the_claims_index_refreshed(api_services, post):
+    """A post job counts its post in the claim and answers at once; the claims list is a search,
+    which shows the claim as of the index's last refresh: each page's claims are read again by id,
+    so the desk's list counts the post the asker was just told about (both sorts)."""
+    tenant = f"cl-now-{uuid.uuid4().hex[:6]}"
+    first = post(tenant, FIVE_G)
+    claim = first["claim"]["claim_id"]
+    api_services.store.put_index_settings(api_services.settings.claims_index, {"refresh_interval": "-1"})
+    try:
+        body = {"id": f"now-{uuid.uuid4().hex[:10]}", "text": RETWEET, "lang": "en", "k": 4}
+        out = handlers.run_post(api_services, {"id": f"job-{uuid.uuid4().hex[:8]}", "tenant": tenant,
+                                               "input": {"post": body}}, lambda did: None)
+        assert out["claim"]["claim_id"] == claim
+        for sort in ("newest", "priority"):
+            page = api_services.claims.page(tenant, sort=sort)
+            assert [(c["id"], c["post_count"]) for c in page["claims"]] == [(claim, 2)], (sort, page)
+    finally:
+        api_services.store.put_index_settings(api_services.settings.claims_index, {"refresh_interval": None})
