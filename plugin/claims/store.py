@@ -271,17 +271,22 @@ class ClaimStore:
         return self._update(tenant, claim_id, lambda c: decided(c, action, factcheck_id, factcheck_claim, self.clock()))
 
     def post_ids(self, tenant: str, claim: Claim, limit: int) -> list[str]:
-        """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first.
-        A post is counted in the claim after it was written, but a search shows it only after
-        the index's next refresh: when the search shows fewer posts than the claim counts, the
-        index is refreshed and searched once more (a decision on the claim reaches a post that
-        joined a moment before it; posts deleted by retention cost that one refresh)."""
-        body = q.claim_posts_body(tenant, claim.ids, after=None, limit=limit)
-        hits = self.store.search(self.posts_alias, body)["hits"]["hits"]
-        if len(hits) < min(claim.post_count, limit):
+        """The ids of the claim's posts the posts index holds, at most ``limit``, oldest first
+        (after one refresh when the index shows fewer than the claim counts: ``_claim_posts``)."""
+        return [h["_source"]["post_id"] for h in self._claim_posts(tenant, claim, None, limit)["hits"]["hits"]]
+
+    def _claim_posts(self, tenant: str, claim: Claim, after: list[Any] | None, limit: int) -> dict[str, Any]:
+        """The search for one page of the claim's posts. A post is counted in the claim after it
+        was written, but a search shows it only after the index's next refresh: when the first
+        page shows fewer posts than the claim counts, the index is refreshed and searched once
+        more (a decision on the claim reaches a post that joined a moment before it; posts
+        deleted by retention cost that one refresh)."""
+        body = q.claim_posts_body(tenant, claim.ids, after=after, limit=limit)
+        resp = self.store.search(self.posts_alias, body)
+        if after is None and resp["hits"]["total"]["value"] < claim.post_count:
             self.store.refresh(self.posts_alias)
-            hits = self.store.search(self.posts_alias, body)["hits"]["hits"]
-        return [h["_source"]["post_id"] for h in hits]
+            resp = self.store.search(self.posts_alias, body)
+        return resp
 
     def posts_since(self, tenant: str, claim: Claim, since: str, post_id: str) -> int:
         """How many of the claim's posts arrived at or after ``since``: ``post_id`` (the post
@@ -393,15 +398,8 @@ class ClaimStore:
 
     def posts(self, tenant: str, claim_id: str, *, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
         """One page of the claim's posts, oldest first (those the posts index still holds; the
-        first page reads after one refresh when it shows fewer than the claim counts, as
-        ``post_ids`` does)."""
-        claim = self.get(tenant, claim_id)
-        after = q.decode_cursor(cursor) if cursor else None
-        body = q.claim_posts_body(tenant, claim.ids, after=after, limit=limit)
-        resp = self.store.search(self.posts_alias, body)
-        if after is None and resp["hits"]["total"]["value"] < claim.post_count:
-            self.store.refresh(self.posts_alias)
-            resp = self.store.search(self.posts_alias, body)
+        first page as ``_claim_posts`` reads it)."""
+        resp = self._claim_posts(tenant, self.get(tenant, claim_id), q.decode_cursor(cursor) if cursor else None, limit)
         hits = resp["hits"]["hits"]
         return {"posts": claim_posts_of(hits), "total": resp["hits"]["total"]["value"],
                 "next": q.encode_cursor(hits[-1]["sort"]) if len(hits) == limit else None}
