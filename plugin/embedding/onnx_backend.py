@@ -7,9 +7,12 @@ token embeddings ``[batch, seq, hidden]`` instead (e.g. an ``optimum`` export) i
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,16 +46,46 @@ def default_threads() -> int:
     return max(1, min(n, MAX_DEFAULT_THREADS))
 
 
+#: the sessions this process has open, by model file (its path, size and modification time) and
+#: thread count: the one place a model's weights are loaded, shared by every embedder, reranker
+#: and verdict head that opens the same file while one of them holds it (each ``Services`` opens
+#: its own models; one int8 reranker's session holds ~0.7 GB). A rewritten file is a new key.
+_SESSIONS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
+_SESSIONS_LOCK = threading.Lock()
+#: the tokenizers this process has open, by the file's content and the truncation length (the
+#: embedder, the rerankers, the query towers and the verdict head usually share one XLM-R
+#: vocabulary, ~0.3 GB in memory each time it is read): shared while one caller holds it
+_TOKENIZERS: weakref.WeakValueDictionary[tuple[str, int], Any] = weakref.WeakValueDictionary()
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
 def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any]:
     """A CPU onnxruntime session tuned for small interactive batches (all graph optimisations,
     sequential execution, one inter-op thread), checked to take ``input_ids`` and
-    ``attention_mask``. Shared by the embedder and the cross-encoder."""
+    ``attention_mask``, and its options. Shared by the embedder, the cross-encoder and the
+    verdict head, and by every caller that opens the same file (``_SESSIONS``: onnxruntime's
+    ``run`` is safe from many threads)."""
+    threads = threads or default_threads()
+    try:
+        st = Path(model_path).stat()
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc.strerror}") from None
+    key = (str(Path(model_path).resolve()), st.st_size, st.st_mtime_ns, threads)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _open_session(model_path, threads)
+            _SESSIONS[key] = session
+    return session, session.get_session_options()
+
+
+def _open_session(model_path: Path, threads: int) -> Any:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.intra_op_num_threads = threads or default_threads()
+    opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     # Idle onnxruntime workers spin by default, burning the cores OpenSearch needs between our
     # calls on a small box; measured on the 2-core machine with the live pipeline (embed →
@@ -68,7 +101,7 @@ def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any
     if not {"input_ids", "attention_mask"} <= inputs:
         raise ModelUnavailable(f"{model_path} must take input_ids and attention_mask, "
                                f"takes {sorted(inputs)}")
-    return session, opts
+    return session
 
 
 def open_tokenizer(folder: Path, max_seq_length: int) -> tuple[Any, int, int]:
@@ -83,14 +116,28 @@ def open_tokenizer(folder: Path, max_seq_length: int) -> tuple[Any, int, int]:
     config = _read_json(folder / "config.json")
     max_positions = config.get("max_position_embeddings")
     max_len = min(max_seq_length, max_positions or max_seq_length)
-    try:
-        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    except Exception as exc:  # the Rust side raises plain Exception subclasses
-        raise ModelUnavailable(f"cannot read {folder / 'tokenizer.json'}: {exc}") from exc
-    pad_id = _pad_id(tok, config)
-    tok.no_padding()
-    tok.enable_truncation(max_length=max_len, strategy="longest_first")
-    return tok, pad_id, max_len
+    path = folder / "tokenizer.json"
+    key = (_digest(path), max_len)
+    with _SESSIONS_LOCK:
+        tok = _TOKENIZERS.get(key)
+        if tok is None:
+            try:
+                tok = Tokenizer.from_file(str(path))
+            except Exception as exc:  # the Rust side raises plain Exception subclasses
+                raise ModelUnavailable(f"cannot read {path}: {exc}") from exc
+            tok.no_padding()
+            tok.enable_truncation(max_length=max_len, strategy="longest_first")
+            _TOKENIZERS[key] = tok
+    return tok, _pad_id(tok, config), max_len
+
+
+def _digest(path: Path) -> str:
+    """The content digest of a tokenizer file, read once per path, size and modification time."""
+    st = path.stat()
+    stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if stamp not in _DIGESTS:
+        _DIGESTS[stamp] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _DIGESTS[stamp]
 
 
 class OnnxEmbedder:

@@ -115,3 +115,24 @@ def test_token_level_graph_is_mean_pooled(tiny_model_dir: Path, tmp_path: Path) 
     for row, seq in zip(got, ids):
         mean = table[seq].mean(axis=0)
         np.testing.assert_allclose(row, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+def test_models_opened_twice_share_their_session_and_tokenizer(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Each ``Services`` opens its own models: the weights and the vocabulary are loaded once per
+    process while someone holds them (``open_session``, ``open_tokenizer``); a rewritten model
+    file, or another truncation length, is opened anew."""
+    import os
+
+    a, b = _embedder(tiny_model_dir), _embedder(tiny_model_dir)
+    assert a._session is b._session and a._tok is b._tok
+    np.testing.assert_allclose(a.encode_passages(TEXTS), b.encode_passages(TEXTS))
+    shorter = _embedder(tiny_model_dir, max_seq_length=8)
+    assert shorter._session is a._session and shorter._tok is not a._tok
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_model_dir, folder)
+    copy = _embedder(folder)
+    assert copy._tok is a._tok  # the same vocabulary, read from another folder
+    graph = folder / "onnx" / "model.onnx"
+    before = _embedder(folder)._session
+    os.utime(graph, ns=(graph.stat().st_atime_ns, graph.stat().st_mtime_ns + 10**9))
+    assert _embedder(folder)._session is not before
