@@ -9,7 +9,7 @@ from typing import Any
 from plugin.artefacts import ENCODERS, RERANKERS, written_dir
 
 from cli.common import DEFAULT_DATASET
-from cli.train import (cmd_reranker_distil, cmd_reranker_fit, cmd_reranker_gate, cmd_reranker_import,
+from cli.train import (cmd_reranker_cross_rule, cmd_reranker_distil, cmd_reranker_fit, cmd_reranker_gate, cmd_reranker_import,
                        cmd_reranker_lora, cmd_reranker_lora_import, cmd_reranker_lora_pack, cmd_reranker_mine,
                        cmd_reranker_pack, cmd_reranker_prior, cmd_reranker_weak_pairs, cmd_train_query_encoder)
 
@@ -86,20 +86,24 @@ def register_training(sub: Any, add: Any) -> None:
     sp.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset folder to write")
     sp.add_argument("--per-lang", type=int, default=60, metavar="N",
                     help="training pairs kept per language (the rest: dev or spare)")
-    sp = add("gate", cmd_reranker_gate,
-             "measure where a reranker beats the first stage, per post language and head kind, on posts "
-             "it did not train on; --write puts the table in its manifest (the served gate reads it)", steps)
-    sp.add_argument("--name", required=True, help="the reranker adapter")
-    sp.add_argument("--adapters", type=Path, default=written_dir(RERANKERS), metavar="DIR",
-                    help=f"the folder with NAME.npz/.json (default {written_dir(RERANKERS)}/)")
-    sp.add_argument("--dataset", type=Path, action="append", default=[], metavar="DIR",
-                    help="a dataset measured alone (repeatable)")
-    sp.add_argument("--mixed", type=Path, action="append", default=[], metavar="DIR",
-                    help="a dataset measured with every --extra-corpus beside it (repeatable)")
-    sp.add_argument("--extra-corpus", type=Path, action="append", default=[], metavar="DIR",
-                    help="distractors in other languages for the --mixed datasets")
-    sp.add_argument("--per-lang", type=int, default=60, metavar="N", help="posts per language and dataset")
-    sp.add_argument("--write", action="store_true", help="write the table into the adapter's manifest")
+    for verb, run, what in (
+            ("gate", cmd_reranker_gate, "measure where a reranker beats the first stage, per post language and head "
+             "kind, on posts it did not train on; --write puts the table in its manifest (the served gate reads it)"),
+            ("cross-rule", cmd_reranker_cross_rule, "measure from which reranker probability a head's candidates in "
+             "the post's language may move above a first candidate in another language, on the same posts; --write "
+             "puts it in the manifest's gate")):
+        sp = add(verb, run, what, steps)
+        sp.add_argument("--name", required=True, help="the reranker adapter")
+        sp.add_argument("--adapters", type=Path, default=written_dir(RERANKERS), metavar="DIR",
+                        help=f"the folder with NAME.npz/.json (default {written_dir(RERANKERS)}/)")
+        sp.add_argument("--dataset", type=Path, action="append", default=[], metavar="DIR",
+                        help="a dataset measured alone (repeatable)")
+        sp.add_argument("--mixed", type=Path, action="append", default=[], metavar="DIR",
+                        help="a dataset measured with every --extra-corpus beside it (repeatable)")
+        sp.add_argument("--extra-corpus", type=Path, action="append", default=[], metavar="DIR",
+                        help="distractors in other languages for the --mixed datasets")
+        sp.add_argument("--per-lang", type=int, default=60, metavar="N", help="posts per language and dataset")
+        sp.add_argument("--write", action="store_true", help="write what was measured into the adapter's manifest")
     sp = add("mine", cmd_reranker_mine,
              "mine training groups with hard negatives from the first stage into a file (no torch)", steps)
     sp.add_argument("--dataset", type=Path, required=True, metavar="DIR",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plugin.errors import BadInput
 from plugin.params import parse_int
@@ -78,6 +78,23 @@ def cmd_reranker_weak_pairs(args: argparse.Namespace, services: Services) -> int
 
 def cmd_reranker_gate(args: argparse.Namespace, services: Services) -> int:
     from plugin.lab.reranker.gate import measure_gate
+
+    dump(measure_gate(services.settings, args.name, _existing("--adapters", args.adapters), _gate_datasets(args),
+                      per_lang=parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6), write=args.write))
+    return 0
+
+
+def cmd_reranker_cross_rule(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.gate import measure_cross_rule
+
+    dump(measure_cross_rule(services.settings, args.name, _existing("--adapters", args.adapters), _gate_datasets(args),
+                            per_lang=parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6), write=args.write))
+    return 0
+
+
+def _gate_datasets(args: argparse.Namespace) -> list[Any]:
+    """The datasets of ``gate`` and ``cross-rule``: each ``--dataset`` alone, each ``--mixed``
+    with every ``--extra-corpus`` beside it."""
     from plugin.learn.train.datasets import load_dataset, with_extra_corpus
 
     if not args.dataset and not args.mixed:
@@ -90,9 +107,7 @@ def cmd_reranker_gate(args: argparse.Namespace, services: Services) -> int:
         for corpus in args.extra_corpus:
             mixed = with_extra_corpus(mixed, _existing("--extra-corpus", corpus))
         datasets.append(mixed)
-    dump(measure_gate(services.settings, args.name, _existing("--adapters", args.adapters), datasets,
-                      per_lang=parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6), write=args.write))
-    return 0
+    return datasets
 
 
 def cmd_reranker_mine(args: argparse.Namespace, services: Services) -> int:

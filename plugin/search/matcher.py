@@ -36,9 +36,9 @@ from plugin.search.normalize import normalize_post
 from plugin.search.plan import MatchPlan, admit_better_answers, boost, dense_variants, fused_head, other_language
 from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
-from plugin.search.rerank import (Reranker, passage, rank_prior_scores,  # noqa: F401
+from plugin.search.rerank import (Reranker, passage, promote_sure, rank_prior_scores,  # noqa: F401
                                   reorder, unavailable_reranker, with_rank_prior)
-from plugin.search.rerank_gate import (FUSED_ORDER, REPROBE_AFTER, RerankGate,  # noqa: F401
+from plugin.search.rerank_gate import (FUSED_ORDER, REPROBE_AFTER, RerankDecision, RerankGate,  # noqa: F401
                                        measure_pair_ms, outside_languages, pairs_within)
 from plugin.search.result import MatchResult, Stopwatch, match_dict, with_source
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind, retrieval_config
@@ -132,8 +132,8 @@ class Matcher:
             sourced = min(len(fused), fused_head(head, req.k, cfg.collapse))
             fused = self._fetch_sources(fused, 0, sourced)
         with watch("rerank_ms"):
-            fused, rerank_scores, failed = self._rerank("\n".join(texts.values()), fused, cfg,
-                                                        decision.pairs)
+            fused, rerank_scores, failed = self._rerank("\n".join(texts.values()), fused, cfg, decision,
+                                                        decided.lang)
             fused = pin_image_hits(fused)
         with watch("fetch_ms"):
             top, fused = self._top(fused, sourced, cfg, req.k)
@@ -347,12 +347,14 @@ class Matcher:
         hits = read_candidates(response, "hybrid")
         return [Fused(id=h.id, score=h.score, rank=h.rank, contributions={"hybrid": h}) for h in hits]
 
-    def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig, pairs: int
-                ) -> tuple[list[Fused], dict[str, float], str | None]:
-        """The fused head's first ``pairs`` in the cross-encoder's order (``rerank.reorder``),
-        with each one's score; the cost of a pair measured for the gate. ``pairs`` 0: as fused.
+    def _rerank(self, text: str, fused: list[Fused], cfg: RetrievalConfig, decision: RerankDecision,
+                lang: str | None) -> tuple[list[Fused], dict[str, float], str | None]:
+        """The fused head's first ``decision.pairs`` in the cross-encoder's order
+        (``rerank.reorder``; a ``cross`` head: ``rerank.promote_sure`` from ``decision.promote_at``),
+        with each one's score; the cost of a pair measured for the gate. No pairs: as fused.
         A reranker that fails while scoring leaves the fused order, and the third item says why
         (its error, also logged): the match is still worth returning."""
+        pairs = decision.pairs
         if not pairs or cfg.rerank is None or self.reranker is None:
             return fused, {}, None
         head = fused[:min(cfg.rerank.top, pairs)]
@@ -366,4 +368,6 @@ class Matcher:
             return fused, {}, f"the reranker {name!r} failed ({why}): {FUSED_ORDER}"
         if head:
             self.gate = self.gate.measured((self.clock() - t0) * 1e3 / len(head))
-        return reorder(fused, scores, cfg.rerank), dict(zip((f.id for f in head), scores)), None
+        ordered = (reorder(fused, scores, cfg.rerank) if decision.promote_at is None
+                   else promote_sure(fused, scores, lang, decision.promote_at, cfg.rerank))
+        return ordered, dict(zip((f.id for f in head), scores)), None

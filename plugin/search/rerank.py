@@ -305,6 +305,26 @@ def reorder(fused: list[Fused], scores: Sequence[float], stage: Rerank) -> list[
     return out + [replace(f, rank=len(out) + i) for i, f in enumerate(tail, start=1)]
 
 
+def promote_sure(fused: list[Fused], scores: Sequence[float], post_lang: str | None, at: float,
+                 stage: Rerank) -> list[Fused]:
+    """A ``cross`` head (its first candidate in another language than the post) reordered (pure):
+    the candidates among the first ``len(scores)`` in the post's language whose cross-encoder
+    probability is at least ``at`` go first, in ``reorder``'s order; every other candidate keeps
+    its fused order after them. So a fact-check in another language loses its place only to one
+    in the post's language that the reranker is sure of: the reranker was measured on answers in
+    the post's language, never on crosslingual ones (``rerank_gate.cross_promotion``). Ranks are
+    renumbered from 1."""
+    head = fused[:len(scores)]
+    sure = [(f, s) for f, s in zip(head, scores)
+            if post_lang and (f.source or {}).get("lang") == post_lang and s >= at]
+    if not sure:
+        return fused
+    first = reorder([f for f, _ in sure], [s for _, s in sure], stage)
+    moved = {f.id for f in first}
+    rest = [f for f in fused if f.id not in moved]
+    return first + [replace(f, rank=len(first) + i) for i, f in enumerate(rest, start=1)]
+
+
 def rank_prior_scores(probabilities: Sequence[float], ranks: Sequence[int], prior: float) -> list[float]:
     """A reranked head's final scores: the cross-encoder's log-odds ``ln(p / (1 − p))`` minus
     ``prior · ln(rank)``, ``rank`` the candidate's 1-based fused (first-stage) rank (pure).

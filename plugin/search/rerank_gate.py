@@ -66,6 +66,28 @@ def kind_of_first(post_lang: str | None, first_lang: str | None) -> str:
 KIND_WORDS = {"own": "a first candidate in their own language", "cross": "a first candidate in another language"}
 
 
+#: the gate table's key of the rule for ``cross`` heads (``cross_promotion``)
+CROSS_RULE = "cross_rule"
+
+
+def cross_promotion(gate: Mapping[str, Any] | None, post_lang: str | None, head: list[Fused]) -> float | None:
+    """The cross-encoder probability from which a ``cross`` head's candidates in the post's
+    language move above the others (``rerank.promote_sure``), or ``None`` (pure): only for a
+    ``cross`` head, when the table has a ``CROSS_RULE`` and reranks the post language's ``own``
+    heads (the reranker is trusted in that language). The probability is measured as the one from
+    which the reranker's candidates in the post's language are right often enough, never on
+    crosslingual answers (none of the tuning data has them at scale): a first candidate in
+    another language loses its place only to a fact-check the reranker is sure of."""
+    rule = (gate or {}).get(CROSS_RULE)
+    if not isinstance(rule, Mapping) or head_kind(post_lang, head) != "cross":
+        return None
+    rows = (gate or {}).get("rows") or {}
+    own = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get("own")
+    if not isinstance(own, Mapping) or not own.get("rerank") or rule.get("min_probability") is None:
+        return None
+    return float(rule["min_probability"])
+
+
 def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fused]) -> str | None:
     """Why a reranker with a measured ``gate`` must not reorder this head, or ``None`` (pure).
 
@@ -75,6 +97,8 @@ def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fus
     ``OTHER_LANGUAGES`` row (the languages measured too thinly to stand alone, pooled); a head
     with no row at all keeps the fused order, and says so."""
     kind = head_kind(post_lang, head)
+    if cross_promotion(gate, post_lang, head) is not None:
+        return None
     rows = gate.get("rows") or {}
     what = f"{post_lang or 'unknown-language'} posts with {KIND_WORDS[kind]}"
     row = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get(kind)
@@ -130,6 +154,9 @@ class RerankDecision(NamedTuple):
     note: str | None
     #: the gate for the next match
     gate: RerankGate
+    #: a ``cross`` head: the probability from which candidates in the post's language move above
+    #: the others, which keep their fused order (``rerank.promote_sure``); ``None``: ``reorder``
+    promote_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +195,11 @@ class RerankGate:
                                   else replace(self, starved=starved))
         note = (f"reranked the top {pairs} of {stage.top} within the {budget_ms:g} ms budget"
                 if pairs < min(stage.top, len(fused)) else None)
-        return RerankDecision(pairs, note, replace(self, starved=0))
+        at = cross_promotion(getattr(reranker, "gate", None), lang, fused[:stage.top])
+        if at is not None:
+            note = "; ".join(n for n in (note, f"the first candidate is in another language: only fact-checks in "
+                                              f"{lang} the reranker gives at least {at:g} moved above it") if n)
+        return RerankDecision(pairs, note, replace(self, starved=0), at)
 
     def measured(self, per_pair_ms: float) -> RerankGate:
         """This gate with a new measurement of one pair's cost in its moving average."""

@@ -17,8 +17,11 @@ of fold and measured once.
 **Crosslingual heads.** A ``cross`` head is measured only on posts whose answer is in another language (a dataset's
 crosslingual pairs): on the others the first stage's crosslingual first candidate is wrong by
 construction, and reranking would look better than it is where the crosslingual answer is right.
-No tuning data here has crosslingual pairs at scale, so the table has no ``cross`` rows and those
-heads keep the fused order, with a note.
+No tuning data here has crosslingual pairs at scale, so the table has no ``cross`` rows. Those
+heads are served by ``CROSS_RULE`` instead (``measure_cross_rule``): candidates in the post's
+language move above the others only from a reranker probability at which such candidates are
+right at least 95 % of the time, measured on the same posts, so a right crosslingual answer is
+demoted only by a rare sure mistake; without the rule they keep the fused order, with a note.
 
 **The rule.** A row reranks when the reranked MAP@5 beats the first stage's on its posts. A row
 needs ``MIN_POSTS`` posts; thinner languages are pooled into the ``*`` row, which serves every
@@ -29,11 +32,12 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import replace
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from plugin.lab.evaluate.metrics import average_precision_at_k
+from plugin.search.rerank_gate import CROSS_RULE
 
 #: posts a (language, head kind) row needs to stand alone
 MIN_POSTS = 20
@@ -91,8 +95,36 @@ def measure_gate(settings: Any, name: str, adapters: Path, datasets: Sequence[An
                  config: str = "hybrid-rerank", per_lang: int = 60, write: bool = False) -> dict[str, Any]:
     """Build reranker adapter ``name`` from ``adapters``, rerank every gate query of each of
     ``datasets`` (``Dataset``s, extra corpora included) in auto mode with its gate open, and
-    return the table (written into the adapter's manifest with ``write``)."""
-    import json
+    return the table (written into the adapter's manifest with ``write``; a ``CROSS_RULE``
+    measured before is kept)."""
+    samples: list[tuple[str, str, float, float]] = []
+    per_dataset: dict[str, dict[str, int]] = {}
+    for dataset, q, first, reranked in gate_matches(settings, name, adapters, datasets, config=config,
+                                                     per_lang=per_lang):
+        seen = per_dataset.setdefault(dataset.name, {"posts": 0, "cross_heads_left_out": 0})
+        relevant = dataset.qrels["all"][str(q["id"])]
+        lang = q.get("lang") or first.lang or "?"
+        kind = head_kind_of(lang, first.matches)
+        if kind == "cross" and not dataset.qrels["cross"].get(str(q["id"])):
+            # the first stage put another language first, and the answer is in the post's:
+            # such posts say nothing of a head whose crosslingual answer is right, which
+            # no tuning data here has at scale (``cross_rule`` serves those heads)
+            seen["cross_heads_left_out"] += 1
+            continue
+        seen["posts"] += 1
+        samples.append((lang, kind, average_precision_at_k([m["id"] for m in first.matches], relevant, 5),
+                        average_precision_at_k([m["id"] for m in reranked.matches], relevant, 5)))
+    table = {**gate_table(samples), "measured_on": per_dataset, "config": config}
+    if write:
+        _write(adapters, name, lambda gate: {**table, **({CROSS_RULE: gate[CROSS_RULE]} if CROSS_RULE in gate else {})})
+    return table
+
+
+def gate_matches(settings: Any, name: str, adapters: Path, datasets: Sequence[Any], *, config: str,
+                 per_lang: int) -> Iterator[tuple[Any, dict[str, Any], Any, Any]]:
+    """``(dataset, query, first-stage match, reranked match)`` for every gate query of each of
+    ``datasets`` (``gate_queries``), matched in auto mode by reranker adapter ``name`` built from
+    ``adapters`` with its gate open (every head reranked, each match with its reranker score)."""
     import tempfile
 
     from plugin.build.adapted import build_lora_reranker
@@ -109,41 +141,100 @@ def measure_gate(settings: Any, name: str, adapters: Path, datasets: Sequence[An
     adapter = load_adapter(name, adapters)
     cfg = retrieval_config(config)
     store, embedder = Store(settings), load_embedder(settings)
-    samples: list[tuple[str, str, float, float]] = []
-    per_dataset = {}
     with tempfile.TemporaryDirectory(prefix="factsieve-gate-") as tmp:
         built = build_lora_reranker(settings, name, folder=adapters, dest=Path(tmp) / name)
         reranker = OnnxCrossEncoder(built, name=name, max_seq_length=int(adapter.manifest.get("max_length", 128)))
         for dataset in datasets:
             alias, _ = ensure_dataset_index(store, embedder, dataset, settings)
             matcher = Matcher(store, embedder, settings, alias=alias, config=cfg, reranker=reranker)
-            qrels = dataset.qrels["all"]
-            chosen = gate_queries(dataset.queries, trained_queries_of(adapter.manifest, dataset.path.name),
-                                  qrels, per_lang)
-            dropped = 0
-            for q in chosen:
+            for q in gate_queries(dataset.queries, trained_queries_of(adapter.manifest, dataset.path.name),
+                                  dataset.qrels["all"], per_lang):
                 req = MatchRequest(text=q["text"], lang=q.get("lang"), mode=Mode.AUTO, k=10)
-                first = matcher.match(replace(req, rerank=False), cfg)
-                reranked = matcher.match(req, cfg)
-                relevant = qrels[str(q["id"])]
-                lang = q.get("lang") or first.lang or "?"
-                kind = head_kind_of(lang, first.matches)
-                if kind == "cross" and not dataset.qrels["cross"].get(str(q["id"])):
-                    # the first stage put another language first, and the answer is in the post's:
-                    # such posts say nothing of a head whose crosslingual answer is right, which
-                    # no tuning data here has at scale; the gate keeps those heads' fused order
-                    dropped += 1
-                    continue
-                samples.append((lang, kind, average_precision_at_k([m["id"] for m in first.matches], relevant, 5),
-                                average_precision_at_k([m["id"] for m in reranked.matches], relevant, 5)))
-            per_dataset[dataset.name] = {"posts": len(chosen) - dropped, "cross_heads_left_out": dropped}
-    table = {**gate_table(samples), "measured_on": per_dataset, "config": config}
+                yield dataset, q, matcher.match(replace(req, rerank=False), cfg), matcher.match(req, cfg)
+
+
+def _write(adapters: Path, name: str, gate: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The adapter's manifest with its ``GATE_KEY`` replaced by ``gate(the one it had)``."""
+    import json
+
+    from plugin.search.rerank import GATE_KEY
+
+    path = adapters / f"{name}.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest[GATE_KEY] = gate(manifest.get(GATE_KEY) or {})
+    path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# -- cross heads ----------------------------------------------------------------------------------
+#: the probabilities ``cross_rule`` walks
+PROBABILITIES = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
+#: how often a candidate in the post's language that the rule moves up must be right (its Wilson
+#: lower bound, as the auto-confirm tier and the tipline's threshold ask)
+MIN_PRECISION = 0.95
+
+
+def cross_rule(candidates: Sequence[tuple[float, bool]], probabilities: Sequence[float] = PROBABILITIES,
+               min_precision: float = MIN_PRECISION) -> dict[str, Any]:
+    """``CROSS_RULE`` from the reranked heads' candidates in their post's language, ``(reranker
+    probability, right)`` each (pure): the lowest probability from which they are right at least
+    ``min_precision`` of the time by the one-sided 95 % Wilson lower bound, and the table. A
+    ``cross`` head's own-language candidates at or above it move above a first candidate in
+    another language (``rerank.promote_sure``); a right crosslingual answer is demoted only by
+    one of them that is wrong, which is what the bound holds rare. ``min_probability`` ``None``:
+    none qualifies, and cross heads keep the fused order."""
+    from plugin.learn.tier import wilson_lower
+
+    table = []
+    for at in probabilities:
+        got = [right for p, right in candidates if p >= at]
+        hits = sum(got)
+        table.append({"min_probability": at, "candidates": len(got), "right": hits,
+                      "precision": round(hits / len(got), 4) if got else None,
+                      "precision_low": round(wilson_lower(hits, len(got)), 4)})
+    ok = [r for r in table if r["candidates"] and r["precision_low"] >= min_precision]
+    return {"min_probability": ok[0]["min_probability"] if ok else None, "min_precision": min_precision,
+            "rule": "candidates in the post's language move above a first candidate in another language from the "
+                    "lowest reranker probability whose precision_low (one-sided 95 % Wilson) is at least min_precision",
+            "table": table}
+
+
+def measure_cross_rule(settings: Any, name: str, adapters: Path, datasets: Sequence[Any], *,
+                       config: str = "hybrid-rerank", per_lang: int = 60, write: bool = False) -> dict[str, Any]:
+    """The ``CROSS_RULE`` of reranker adapter ``name`` (``cross_rule``) from every candidate in
+    its post's language of the reranked gate queries of ``datasets``, and what it does to their
+    ``cross`` heads (MAP@5 of the fused order and of ``promote_sure``'s; the gate's table leaves
+    them out); written into the adapter's manifest beside the table with ``write``."""
+    from plugin.models import Fused, Hit
+    from plugin.search.rerank import promote_sure
+    from plugin.search.retrieval import retrieval_config
+
+    stage = retrieval_config(config).rerank
+    candidates: list[tuple[float, bool]] = []
+    heads: list[tuple[list[Fused], list[float], str, set[str]]] = []
+    for dataset, q, first, reranked in gate_matches(settings, name, adapters, datasets, config=config,
+                                                     per_lang=per_lang):
+        relevant = dataset.qrels["all"][str(q["id"])]
+        lang = q.get("lang") or first.lang or "?"
+        p = {m["id"]: m["explain"]["rerank"]["score"] for m in reranked.matches if "rerank" in m.get("explain", {})}
+        candidates.extend((p[m["id"]], m["id"] in relevant) for m in reranked.matches
+                          if m["id"] in p and m.get("lang") == lang)
+        if head_kind_of(lang, first.matches) == "cross" and all(m["id"] in p for m in first.matches):
+            fused = [Fused(id=m["id"], score=m["score"], rank=i,
+                           contributions={"q": Hit(m["id"], m["score"], i, "q", {"lang": m.get("lang")})})
+                     for i, m in enumerate(first.matches, start=1)]
+            heads.append((fused, [p[f.id] for f in fused], lang, relevant))
+    rule = cross_rule(candidates)
+    at = rule["min_probability"]
+    if at is not None and heads:
+        before = [average_precision_at_k([f.id for f in h], rel, 5) for h, _, _, rel in heads]
+        after = [average_precision_at_k([f.id for f in promote_sure(h, s, lang, at, stage)], rel, 5)
+                 for h, s, lang, rel in heads]
+        rule["cross_heads"] = {"n": len(heads), "first_stage": round(statistics.fmean(before), 4),
+                               "promoted": round(statistics.fmean(after), 4)}
+    rule["measured_on"] = sorted({d.name for d in datasets})
     if write:
-        path = adapters / f"{name}.json"
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        manifest["gate"] = table
-        path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return table
+        _write(adapters, name, lambda gate: {**gate, CROSS_RULE: rule})
+    return rule
 
 
 def head_kind_of(lang: str, matches: Sequence[dict[str, Any]]) -> str:

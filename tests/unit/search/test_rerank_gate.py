@@ -43,13 +43,13 @@ def test_without_a_budget_the_configured_head_is_reranked():
     ({"reranker": English(), "fused": head(lang="ko")}, "candidates include ko"),
 ])
 def test_reasons_to_keep_the_fused_order(kwargs, note):
-    pairs, got, gate = decide(**kwargs)
+    pairs, got, gate, _ = decide(**kwargs)
     assert pairs == 0 and gate == RerankGate()
     assert got is None if note is None else note in got
 
 
 def test_a_budget_probes_then_fits_what_the_measured_cost_allows():
-    pairs, note, gate = decide(budget_ms=150)
+    pairs, note, gate, _ = decide(budget_ms=150)
     assert (pairs, note) == (2, "reranked the top 2 of 20 within the 150 ms budget")
     gate = gate.measured(40.0)
     assert decide(gate, budget_ms=150)[:2] == (3, "reranked the top 3 of 20 within the 150 ms budget")
@@ -60,10 +60,10 @@ def test_a_budget_probes_then_fits_what_the_measured_cost_allows():
 def test_a_starved_budget_keeps_the_fused_order_and_reprobes_after_a_while():
     gate = RerankGate(pair_ms=40.0)
     for i in range(1, REPROBE_AFTER):
-        pairs, note, gate = decide(gate, budget_ms=50)
+        pairs, note, gate, _ = decide(gate, budget_ms=50)
         assert pairs == 0 and gate.starved == i
         assert f"fits fewer than {MIN_RERANK_PAIRS} pairs (~40 ms a pair measured)" in note
-    pairs, _, gate = decide(gate, budget_ms=50)
+    pairs, _, gate, _ = decide(gate, budget_ms=50)
     assert pairs == 0 and gate == RerankGate()  # the cost is forgotten: the next match probes
     assert decide(gate, budget_ms=50)[0] == 2
     assert decide(RerankGate(pair_ms=40.0, starved=5), budget_ms=150)[2].starved == 0
@@ -151,3 +151,44 @@ def test_a_reranker_with_a_measured_gate_is_gated_by_it_and_one_without_by_its_l
                                           "rerank": {"model": "m", "top": 2}})
     decided = RerankGate().decide(cfg, Measured(), asked=None, lang="ar", fused=_langs("ar", "ar"), budget_ms=None)
     assert decided.pairs == 0 and "did not beat" in decided.note
+
+
+# -- cross heads: the rule measured on the post's own language ------------------------------------
+CROSS = {**GATE, "cross_rule": {"min_probability": 0.98}}
+
+
+def test_a_cross_head_is_reranked_only_where_the_table_has_the_cross_rule_and_trusts_the_language():
+    from plugin.search.rerank_gate import cross_promotion, measured_gate
+
+    assert cross_promotion(CROSS, "en", _langs("ko", "en")) == 0.98
+    assert cross_promotion(CROSS, "sq", _langs("en", "sq")) == 0.98  # the pooled row reranks
+    assert cross_promotion(CROSS, "en", _langs("en", "ko")) is None  # an own head: reorder as usual
+    assert cross_promotion(CROSS, "ar", _langs("en", "ar")) is None  # ar's own heads are not reranked
+    assert cross_promotion(GATE, "en", _langs("ko", "en")) is None  # no rule: fused order
+    assert measured_gate(CROSS, "en", _langs("ko", "en")) is None
+    assert "not measured" in measured_gate(CROSS, "ar", _langs("en", "ar"))
+
+    class Measured:
+        gate, languages = CROSS, None
+
+    cfg = RetrievalConfig.model_validate({"name": "r", "retrievers": [{"kind": "dense"}],
+                                          "rerank": {"model": "m", "top": 3}})
+    decided = RerankGate().decide(cfg, Measured(), asked=None, lang="en", fused=_langs("ko", "en", "en"),
+                                  budget_ms=None)
+    assert decided.pairs == 3 and decided.promote_at == 0.98
+    assert "only fact-checks in en the reranker gives at least 0.98 moved above it" in decided.note
+    own = RerankGate().decide(cfg, Measured(), asked=None, lang="en", fused=_langs("en", "ko"), budget_ms=None)
+    assert own.promote_at is None and own.note is None
+
+
+def test_promote_sure_moves_only_sure_candidates_in_the_post_s_language_above_the_others():
+    from plugin.search.rerank import promote_sure
+
+    stage = Rerank(model="m", top=4)
+    fused = _langs("ko", "en", "es", "en", "en")
+    got = promote_sure(fused, [0.99, 0.5, 0.999, 0.99], "en", 0.98, stage)
+    # "4" (en, 0.99) goes first; "3" (es) is sure too but in another language; "2" (en) is not sure
+    assert [f.id for f in got] == ["4", "1", "2", "3", "5"] and [f.rank for f in got] == [1, 2, 3, 4, 5]
+    assert [f.id for f in promote_sure(fused, [0.99, 0.97, 0.999, 0.5], "en", 0.98, stage)] == ["1", "2", "3", "4", "5"]
+    both = promote_sure(fused, [0.1, 0.985, 0.2, 0.999], "en", 0.98, stage)
+    assert [f.id for f in both] == ["4", "2", "1", "3", "5"]  # the sure ones in the reranker's order

@@ -32,3 +32,17 @@ def test_a_head_of_match_dicts_crosses_when_its_first_candidate_is_in_another_la
     assert head_kind_of("en", [{"lang": "en"}, {"lang": "ar"}]) == "own"
     assert head_kind_of("en", [{"lang": "ar"}, {"lang": "en"}]) == "cross"
     assert head_kind_of("en", []) == "own"
+
+
+def test_the_cross_rule_is_the_lowest_probability_whose_candidates_are_right_often_enough():
+    from plugin.lab.reranker.gate import cross_rule
+
+    # 300 sure and right, 4 sure and wrong (0.99); 50 right and 30 wrong between 0.9 and 0.99
+    cands = [(0.999, True)] * 300 + [(0.99, False)] * 4 + [(0.95, True)] * 50 + [(0.95, False)] * 30
+    rule = cross_rule(cands, probabilities=(0.9, 0.99, 0.999))
+    rows = {r["min_probability"]: r for r in rule["table"]}
+    assert rows[0.9]["candidates"] == 384 and rows[0.9]["precision"] == round(350 / 384, 4)
+    assert rows[0.99]["precision"] == round(300 / 304, 4) and rows[0.99]["precision_low"] < rows[0.99]["precision"]
+    assert rule["min_probability"] == 0.99 and rule["min_precision"] == 0.95
+    assert cross_rule([(0.99, True)] * 5)["min_probability"] is None  # five right say little
+    assert cross_rule([])["min_probability"] is None
