@@ -22,7 +22,7 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--threshold", metavar="T", help="the confidence to answer at (default: the channel's, tipline.json)")
     sp.add_argument("--config", metavar="NAME", help="the retrieval configuration (default: the one post jobs use)")
     sp.add_argument("--choose", action="store_true",
-                    help="also the table over thresholds and the lowest with precision >= 0.95 (tuning posts only)")
+                    help="also the table over thresholds and the lowest whose precision is >= 0.95 by its Wilson lower bound (tuning posts only)")
     sp.add_argument("--unanswerable", action="store_true",
                     help="also send every message as if its fact-checks were not indexed (any answer there is wrong)")
     sp.add_argument("--sample", type=int, metavar="N",

@@ -7,7 +7,8 @@ query's qrels. With ``unanswerable``, every message is also sent once as if its 
 their near-duplicates) were not indexed (``ExcludingMatcher``): a tipline's real traffic is mostly
 claims nobody has checked, and any answer there is wrong; the precision then counts both. Reported: messages, answered, answered share, precision of what was answered, the
 threshold; with ``choose`` also the table over thresholds and the lowest threshold whose
-precision is at least ``min_precision`` (what ``tipline.json`` is chosen by, on tuning posts).
+precision is at least ``min_precision`` by its Wilson lower bound (what ``tipline.json`` is chosen
+by, on tuning posts).
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: Tipli
     n = len(matches) + len(unanswerable or {})
     total = answered + wrong_unanswerable
     out = {"messages": n, "answered": total, "answered_share": round(total / n, 4) if n else 0.0,
-           "precision": round(right / total, 4) if total else None, "threshold": rule.threshold,
+           "right": right, "precision": round(right / total, 4) if total else None, "threshold": rule.threshold,
            "max_results": rule.max_results, "not_answered": reasons}
     if unanswerable is not None:
         out["answerable"] = {"messages": len(matches), "answered": answered,
@@ -69,11 +70,20 @@ def score(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: Tipli
 def choose(matches: Mapping[str, Any], qrels: Mapping[str, set[str]], rule: TiplineRule,
            thresholds: Sequence[float] = THRESHOLDS, min_precision: float = MIN_PRECISION,
            unanswerable: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The table over ``thresholds`` and the lowest one with precision ≥ ``min_precision``."""
+    """The table over ``thresholds`` and the lowest one whose precision is at least
+    ``min_precision`` by the lower end of its one-sided 95 % Wilson interval (``precision_low``:
+    ``plugin.learn.tier.wilson_lower``, the rule the auto-confirm tier is chosen by): a few
+    hundred answers cannot tell 0.96 from 0.94, and a tipline's answers go to the public."""
+    from plugin.learn.tier import wilson_lower
+
     rows = [score(matches, qrels, replace(rule, threshold=t), unanswerable) for t in thresholds]
-    ok = [r for r in rows if r["precision"] is not None and r["precision"] >= min_precision]
+    for r in rows:
+        r["precision_low"] = round(wilson_lower(r["right"], r["answered"]), 4)
+    ok = [r for r in rows if r["answered"] and r["precision_low"] >= min_precision]
     return {"chosen": ok[0]["threshold"] if ok else None, "min_precision": min_precision,
-            "table": [{k: r[k] for k in ("threshold", "answered", "answered_share", "precision")} for r in rows]}
+            "rule": "the lowest threshold whose precision_low (one-sided 95 % Wilson) is at least min_precision",
+            "table": [{k: r[k] for k in ("threshold", "answered", "answered_share", "precision", "precision_low")}
+                      for r in rows]}
 
 
 def match_all(parts: Any, queries: Iterable[Mapping[str, Any]], qrels: Mapping[str, set[str]],

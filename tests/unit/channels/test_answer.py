@@ -51,7 +51,25 @@ def test_score_and_choose():
     assert (out["messages"], out["answered"], out["precision"]) == (3, 2, 0.5)
     assert out["not_answered"] == {"unsure": 1}
     picked = choose(matches, qrels, TiplineRule(0.95), thresholds=(0.5, 0.97, 0.999))
-    assert picked["chosen"] == 0.97 and picked["table"][0]["precision"] == round(2 / 3, 4)
+    assert picked["table"][0]["precision"] == round(2 / 3, 4) and picked["table"][1]["precision"] == 1.0
+    assert picked["chosen"] is None  # one right answer of one says little: its Wilson bound is 0.27
+
+
+def test_choose_asks_the_wilson_bound_not_the_observed_share():
+    """96 right of 100 is 0.96 observed but 0.91 by the bound; 200 right of 200 clears 0.95."""
+    def many(prefix: str, n: int, conf: float, right: bool) -> tuple[dict, dict]:
+        ids = [f"{prefix}{i}" for i in range(n)]
+        return ({q: match(cand(q if right else "x", conf)) for q in ids}, {q: {q} for q in ids})
+
+    sure, sure_q = many("s", 200, 0.99, True)
+    mid, mid_q = many("m", 96, 0.9, True)
+    bad, bad_q = many("b", 4, 0.9, False)
+    out = choose({**sure, **mid, **bad}, {**sure_q, **mid_q, **bad_q}, TiplineRule(0.5), thresholds=(0.8, 0.95))
+    low = {r["threshold"]: (r["precision"], r["precision_low"]) for r in out["table"]}
+    assert low[0.8] == (0.9867, 0.9706)  # 296 of 300
+    lone = choose({**mid, **bad}, {**mid_q, **bad_q}, TiplineRule(0.5), thresholds=(0.8,))
+    assert lone["table"][0]["precision"] == 0.96 and lone["table"][0]["precision_low"] < 0.95
+    assert lone["chosen"] is None and out["chosen"] == 0.8
 
 
 def test_unanswerable_messages_count_against_precision():
