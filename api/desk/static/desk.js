@@ -9,7 +9,9 @@
 (function () {
   "use strict";
   var last = null;      // id of the item decided last on this page (for u)
-  var inFlight = null;  // id of the item whose request is running
+  // the item of each decision request running, by its request: a poll of the queue's freshness
+  // (or any other request) may start or settle in between, and must neither clear nor take it
+  var inFlight = new WeakMap();
 
   function items() { return Array.prototype.slice.call(document.querySelectorAll("article.item")); }
 
@@ -135,14 +137,15 @@
     var it = e.target.closest ? e.target.closest("article.item") : null;
     var panel = e.target.closest ? e.target.closest("#manual") : null;
     if (!it && panel) { it = document.getElementById(panel.dataset.item || ""); }
-    inFlight = it && e.detail.requestConfig.verb === "post" ? it.id : null;
+    if (it && e.detail.requestConfig.verb === "post" && e.detail.xhr) { inFlight.set(e.detail.xhr, it.id); }
   });
 
   document.addEventListener("htmx:afterSettle", function (e) {
-    if (!inFlight) { return; }
-    var it = document.getElementById(inFlight);
-    var status = e.detail.xhr ? e.detail.xhr.status : 0;
-    inFlight = null;
+    var xhr = e.detail.xhr, id = xhr ? inFlight.get(xhr) : null;
+    if (!id) { return; }
+    inFlight.delete(xhr);
+    var it = document.getElementById(id);
+    var status = xhr.status;
     if (!it) { return; }
     var heading = it.querySelector("h2");
     var label = it.querySelector(".badge.status");
