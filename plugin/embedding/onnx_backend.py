@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +49,31 @@ def default_threads() -> int:
 #: the sessions this process has open, by model file (its path, size and modification time) and
 #: thread count: the one place a model's weights are loaded, shared by every embedder, reranker
 #: and verdict head that opens the same file while one of them holds it (each ``Services`` opens
-#: its own models; one int8 reranker's session holds ~0.7 GB). A rewritten file is a new key.
+#: its own models; what one costs: docs/operating/sizing.md). A rewritten file is a new key.
 _SESSIONS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
-_SESSIONS_LOCK = threading.Lock()
 #: the tokenizers this process has open, by the file's content and the truncation length (the
 #: embedder, the rerankers, the query towers and the verdict head usually share one XLM-R
-#: vocabulary, ~0.3 GB in memory each time it is read): shared while one caller holds it
-_TOKENIZERS: weakref.WeakValueDictionary[tuple[str, int], Any] = weakref.WeakValueDictionary()
+#: vocabulary): shared while one caller holds it
+_TOKENIZERS: weakref.WeakValueDictionary[tuple[Any, ...], Any] = weakref.WeakValueDictionary()
 _DIGESTS: dict[tuple[str, int, int], str] = {}
+_LOCK = threading.Lock()
+
+
+def _shared(cache: weakref.WeakValueDictionary[tuple[Any, ...], Any], key: tuple[Any, ...],
+            make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make`` when no caller holds one (under the lock: one load each)."""
+    with _LOCK:
+        found = cache.get(key)
+        if found is None:
+            found = make()
+            cache[key] = found
+        return found
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    """A file's resolved path, size and modification time (a rewritten file stamps anew)."""
+    st = path.stat()
+    return str(path.resolve()), st.st_size, st.st_mtime_ns
 
 
 def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any]:
@@ -67,15 +84,10 @@ def open_session(model_path: Path, threads: int | None = None) -> tuple[Any, Any
     ``run`` is safe from many threads)."""
     threads = threads or default_threads()
     try:
-        st = Path(model_path).stat()
+        stamp = _stamp(Path(model_path))
     except OSError as exc:
         raise ModelUnavailable(f"cannot load ONNX model {model_path}: {exc.strerror}") from None
-    key = (str(Path(model_path).resolve()), st.st_size, st.st_mtime_ns, threads)
-    with _SESSIONS_LOCK:
-        session = _SESSIONS.get(key)
-        if session is None:
-            session = _open_session(model_path, threads)
-            _SESSIONS[key] = session
+    session = _shared(_SESSIONS, (*stamp, threads), lambda: _open_session(model_path, threads))
     return session, session.get_session_options()
 
 
@@ -117,24 +129,23 @@ def open_tokenizer(folder: Path, max_seq_length: int) -> tuple[Any, int, int]:
     max_positions = config.get("max_position_embeddings")
     max_len = min(max_seq_length, max_positions or max_seq_length)
     path = folder / "tokenizer.json"
-    key = (_digest(path), max_len)
-    with _SESSIONS_LOCK:
-        tok = _TOKENIZERS.get(key)
-        if tok is None:
-            try:
-                tok = Tokenizer.from_file(str(path))
-            except Exception as exc:  # the Rust side raises plain Exception subclasses
-                raise ModelUnavailable(f"cannot read {path}: {exc}") from exc
-            tok.no_padding()
-            tok.enable_truncation(max_length=max_len, strategy="longest_first")
-            _TOKENIZERS[key] = tok
+
+    def read() -> Any:
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as exc:  # the Rust side raises plain Exception subclasses
+            raise ModelUnavailable(f"cannot read {path}: {exc}") from exc
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_len, strategy="longest_first")
+        return tok
+
+    tok = _shared(_TOKENIZERS, (_digest(path), max_len), read)
     return tok, _pad_id(tok, config), max_len
 
 
 def _digest(path: Path) -> str:
-    """The content digest of a tokenizer file, read once per path, size and modification time."""
-    st = path.stat()
-    stamp = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    """The content digest of a tokenizer file, read once per ``_stamp``."""
+    stamp = _stamp(path)
     if stamp not in _DIGESTS:
         _DIGESTS[stamp] = hashlib.sha256(path.read_bytes()).hexdigest()
     return _DIGESTS[stamp]

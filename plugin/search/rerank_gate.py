@@ -81,11 +81,17 @@ def cross_promotion(gate: Mapping[str, Any] | None, post_lang: str | None, head:
     rule = (gate or {}).get(CROSS_RULE)
     if not isinstance(rule, Mapping) or head_kind(post_lang, head) != "cross":
         return None
-    rows = (gate or {}).get("rows") or {}
-    own = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get("own")
+    own = row_of(gate or {}, post_lang, "own")
     if not isinstance(own, Mapping) or not own.get("rerank") or rule.get("min_probability") is None:
         return None
     return float(rule["min_probability"])
+
+
+def row_of(gate: Mapping[str, Any], post_lang: str | None, kind: str) -> Any:
+    """The table's row for a post language and head kind: the language's own, else the pooled
+    ``OTHER_LANGUAGES`` row's (``None`` when neither has one)."""
+    rows = gate.get("rows") or {}
+    return (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get(kind)
 
 
 def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fused]) -> str | None:
@@ -99,9 +105,8 @@ def measured_gate(gate: Mapping[str, Any], post_lang: str | None, head: list[Fus
     kind = head_kind(post_lang, head)
     if cross_promotion(gate, post_lang, head) is not None:
         return None
-    rows = gate.get("rows") or {}
     what = f"{post_lang or 'unknown-language'} posts with {KIND_WORDS[kind]}"
-    row = (rows.get(post_lang or "") or rows.get(OTHER_LANGUAGES) or {}).get(kind)
+    row = row_of(gate, post_lang, kind)
     if not isinstance(row, Mapping):
         return f"the reranker was not measured on {what}: {FUSED_ORDER}"
     if not row.get("rerank"):

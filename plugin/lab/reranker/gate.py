@@ -17,11 +17,12 @@ of fold and measured once.
 **Crosslingual heads.** A ``cross`` head is measured only on posts whose answer is in another language (a dataset's
 crosslingual pairs): on the others the first stage's crosslingual first candidate is wrong by
 construction, and reranking would look better than it is where the crosslingual answer is right.
-No tuning data here has crosslingual pairs at scale, so the table has no ``cross`` rows. Those
-heads are served by ``CROSS_RULE`` instead (``measure_cross_rule``): candidates in the post's
-language move above the others only from a reranker probability at which such candidates are
-right at least 95 % of the time, measured on the same posts, so a right crosslingual answer is
-demoted only by a rare sure mistake; without the rule they keep the fused order, with a note.
+No tuning data here has crosslingual pairs at scale, so the table has no ``cross`` rows. A
+``CROSS_RULE`` may serve those heads (``measure_cross_rule``): candidates in the post's language
+move above the others only from a reranker probability at which such candidates are right at
+least 95 % of the time, measured on the same posts, so a right crosslingual answer is demoted
+only by a rare sure mistake. Where no probability qualifies (so far) no rule is written, and
+those heads keep the fused order, with a note.
 
 **The rule.** A row reranks when the reranked MAP@5 beats the first stage's on its posts. A row
 needs ``MIN_POSTS`` posts; thinner languages are pooled into the ``*`` row, which serves every
