@@ -6,15 +6,25 @@ came from, so the client-side path and any server-side pipeline can be checked a
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 
 from plugin.models import Fused, Hit
 
 
+def tie_key(doc: str) -> str:
+    """What orders documents that fusion cannot tell apart (pure): a hash of the id, so the
+    order is deterministic and owes nothing to how a corpus numbered its documents. Ordering
+    them by the id itself favoured CLEF-2020's answers, most of which are ids under 1000 of
+    10,375: with equal weights two documents often tie (ranks 1 and 3 against 3 and 1), and
+    the id order was worth +0.017 MAP@5 on its training tweets, measured."""
+    return hashlib.sha1(doc.encode("utf-8")).hexdigest()
+
+
 def _finish(scores: dict[str, float], contributions: dict[str, dict[str, Hit]]) -> list[Fused]:
-    # ties: higher score, then the better best-rank, then id (deterministic)
+    # ties: higher score, then the better best-rank, then ``tie_key`` (deterministic)
     def key(doc: str) -> tuple[float, int, str]:
-        return (-scores[doc], min(h.rank for h in contributions[doc].values()), doc)
+        return (-scores[doc], min(h.rank for h in contributions[doc].values()), tie_key(doc))
 
     ordered = sorted(scores, key=key)
     return [Fused(id=doc, score=scores[doc], rank=i, contributions=contributions[doc])
