@@ -13,6 +13,18 @@ For a fact-check ``d``, ``q'·d = q·d − α (c_L − c̄)·d``: the documents 
 component lose a little, the others none; within one language the order barely moves. Only
 in crosslingual and auto mode: a monolingual search has nothing to correct.
 
+**The better answer.** In auto mode a fact-check in another language ranks above the post's
+own only as the better answer (``plan.admit_better_answers``): at least as similar to the centred
+query as the best fact-check in the post's language. Centring the query alone leaves each
+*fact-check's* language component in that comparison: ``q'·d`` for a fact-check in language ``M``
+carries ``q'·(c_M − c̄)``, a head start for every language whose centroid the query happens to
+lean towards. On a 30-language index that was what put a Tamil or Tagalog teaser ("You may like")
+first for an English tweet whose English answer sat second. Libovický et al. centre *every*
+language's vectors; ``language_offsets`` is that on the fact-check's side, ``γ q'·(c_M − c̄)`` per
+language (``RetrievalConfig.admission_centering`` = γ), taken out of each fact-check's score
+before the comparison and nowhere else, so no vector is stored twice and the ranking within a
+language never moves.
+
 The centroids are corpus statistics, read with one aggregation (a diversified sample of at
 most ``PER_LANGUAGE`` fact-checks per language) and cached by the matcher.
 """
@@ -86,3 +98,13 @@ def center_query(vector: Any, lang: str | None, centroids: LanguageCentroids, al
     out = q - alpha * (c - centroids.mean)
     norm = np.linalg.norm(out)
     return (out / (norm or 1.0)).astype("float32")
+
+
+def language_offsets(vector: Any, centroids: LanguageCentroids, share: float) -> dict[str, float]:
+    """``{M: share · q·(c_M − c̄) / 2}`` for every language ``M`` with a centroid (pure): what a
+    fact-check in ``M`` owes its language in a kNN score of query ``q`` (the Lucene engine's
+    cosine score is ``(1 + cos) / 2``, hence the half). Empty without a mean or a share."""
+    if not share or centroids.mean is None:
+        return {}
+    q = np.asarray(vector, dtype="float64")
+    return {lang: float(share * (q @ (c - centroids.mean)) / 2.0) for lang, c in centroids.centroids.items()}

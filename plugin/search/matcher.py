@@ -33,7 +33,8 @@ from plugin.search.image_query import image_hits, image_note, post_texts, same_i
 from plugin.search.images import feature_view, merge_image_hits, ocr_queries, pin_image_hits, signals
 from plugin.lang import detect_language
 from plugin.search.normalize import normalize_post
-from plugin.search.plan import MatchPlan, admit_better_answers, boost, dense_variants, fused_head, other_language
+from plugin.search.plan import (MatchPlan, admission_offsets, admit_better_answers, boost, dense_variants,
+                                fused_head, other_language)
 from plugin.search.queries import read_candidates, sources_by_id, sources_query
 from plugin.search.request import MatchRequest  # noqa: F401 (re-exported, as are the rerank names)
 from plugin.search.rerank import (Reranker, passage, promote_sure, rank_prior_scores,  # noqa: F401
@@ -115,7 +116,7 @@ class Matcher:
             texts, decided, centroids = self._prepare(req, cfg)
         with watch("embed_ms"):
             bodies, weights, decided = self._plan_texts(req, texts, decided, cfg, centroids)
-        fused, server = self._retrieve(decided, cfg, bodies, weights, watch, image=req.image)
+        fused, server = self._retrieve(decided, cfg, bodies, weights, watch, image=req.image, centroids=centroids)
         reranker = self.reranker if self.reranker is not None else unavailable_reranker(cfg)
         if (not self._warmed and self.reranker is not None and cfg.rerank is not None
                 and req.rerank is not False and req.rerank_budget_ms is not None):
@@ -156,7 +157,7 @@ class Matcher:
         self._check_model()
         texts = post_texts(req.text, req.image, normalize_post)
         decided = MatchPlan.decide(req, req.lang or detect_language("\n".join(texts.values())), cfg)
-        return texts, decided, self.language_centroids() if decided.centering else None
+        return texts, decided, self.language_centroids() if decided.needs_centroids else None
 
     def _plan_texts(self, req: MatchRequest, texts: dict[str, str], decided: MatchPlan,
                     cfg: RetrievalConfig, centroids: LanguageCentroids | None
@@ -210,8 +211,8 @@ class Matcher:
                 for v in sorted(variants)}
 
     def _retrieve(self, decided: MatchPlan, cfg: RetrievalConfig, bodies: dict[str, Any],
-                  weights: dict[str, float], watch: Stopwatch, image: ImageAnalysis | None = None
-                  ) -> tuple[list[Fused], ServerPlan | None]:
+                  weights: dict[str, float], watch: Stopwatch, image: ImageAnalysis | None = None,
+                  centroids: LanguageCentroids | None = None) -> tuple[list[Fused], ServerPlan | None]:
         """The boosted fusion of the sub-queries: one hybrid query fused by OpenSearch when the
         plan fits one (no stand-ins: their terms are computed here; no image), else one
         ``_msearch``, with the image's same-image search in it and its hits first."""
@@ -229,7 +230,8 @@ class Matcher:
             if server is None:
                 rankings = {name: read_candidates(resp, name) for name, resp in zip(bodies, responses)}
                 if decided.own_language > 0:
-                    rankings = admit_better_answers(rankings, decided.lang, decided.stand_ins)
+                    rankings = admit_better_answers(rankings, decided.lang, decided.stand_ins, admission_offsets(
+                        bodies, centroids, decided.admission_centering))
                 fuse = rrf_fuse if cfg.fusion is Fusion.RRF else minmax_fuse
                 extra = {"k": cfg.rrf_k} if cfg.fusion is Fusion.RRF else {}
                 fused = fuse(rankings, weights, stand_ins=decided.stand_ins,

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from plugin.models import Fused, Hit, Mode
-from plugin.search.queries import Filters, bm25_query, filter_query, knn_query
+from plugin.search.centering import LanguageCentroids, language_offsets
+from plugin.search.queries import Filters, bm25_query, filter_query, knn_query, knn_vector
 from plugin.search.retrieval import Fusion, RetrievalConfig, RetrieverKind
 
 #: the prefix of the own-language pass's sub-queries (``RetrievalConfig.own_language``)
@@ -47,6 +48,9 @@ class MatchPlan:
     same_lang: float = 1.0
     #: the own-language pass's weight factor (auto mode with a detected language; 0: none)
     own_language: float = 0.0
+    #: the share of a fact-check's language offset its admission as a better answer is judged
+    #: without (``RetrievalConfig.admission_centering``; with the own-language pass only)
+    admission_centering: float = 0.0
 
     @classmethod
     def decide(cls, req: Any, lang: str | None, config: RetrievalConfig) -> MatchPlan:
@@ -54,6 +58,7 @@ class MatchPlan:
         mode = Mode.parse(config.mode) if config.mode else req.mode
         crosslingual = lang is not None and mode is not Mode.MONO
         mono = mode is Mode.MONO and lang is not None
+        own = config.own_language if mode is Mode.AUTO and lang is not None else 0.0
         return cls(lang=lang, mode=mode, crosslingual=crosslingual, size=max(config.candidates, req.k),
                    filters=Filters(langs=(lang,) if mono else None, published_before=req.date,
                                    within_days=req.within_days, allow=tuple(req.allow),
@@ -62,7 +67,14 @@ class MatchPlan:
                    stand_ins=config.stand_ins() if crosslingual else {},
                    centering=(config.language_centering or 0.0) if crosslingual else 0.0,
                    same_lang=SAME_LANG_BOOST if mode is Mode.AUTO else 1.0,
-                   own_language=config.own_language if mode is Mode.AUTO and lang is not None else 0.0)
+                   own_language=own,
+                   admission_centering=config.admission_centering if own else 0.0)
+
+    @property
+    def needs_centroids(self) -> bool:
+        """Whether the match reads the corpus's language centroids (``plugin.search.centering``):
+        to centre its query vectors, or to judge a better answer without its language's offset."""
+        return bool(self.centering or self.admission_centering)
 
     def queries(self, config: RetrievalConfig, texts: Mapping[str, str | None],
                 vectors: Mapping[str, Any], raw: Mapping[str, Any] | None = None
@@ -98,13 +110,16 @@ class MatchPlan:
 
 
 def admit_better_answers(rankings: Mapping[str, list[Hit]], lang: str | None,
-                         stand_ins: Mapping[str, str]) -> dict[str, list[Hit]]:
+                         stand_ins: Mapping[str, str],
+                         offsets: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, list[Hit]]:
     """The own-language pass's rankings with the better answers in other languages admitted
     (pure): a fact-check in another language that its crosslingual dense sub-query scores at
     least as high as the best fact-check in the post's language there is the better answer, and
     ranks in each own-language sub-query above that language's candidates, in its dense order.
     Anything else in another language must win on the crosslingual sub-queries alone, where the
-    own-language pass does not count for it.
+    own-language pass does not count for it. ``offsets[ranking][lang]``: what a fact-check in
+    ``lang`` owes its language in that ranking's scores (``centering.language_offsets``), taken
+    out of every score compared, the post language's best one's too.
 
     ``own:<name>`` (a dense retriever, or BM25 through its stand-in) reads ``<name>``'s ranking,
     or its stand-in's; a prefix (``ocr:``) before ``own:`` is kept. Rankings without an
@@ -114,10 +129,15 @@ def admit_better_answers(rankings: Mapping[str, list[Hit]], lang: str | None,
         head, own, base = key.partition(OWN)
         if not own:
             continue
-        source = rankings.get(head + stand_ins.get(base, base), [])
-        best = max((h.score for h in source if (h.source or {}).get("lang") == lang), default=None)
+        name = head + stand_ins.get(base, base)
+        source, owed = rankings.get(name, []), (offsets or {}).get(name, {})
+
+        def judged(h: Hit) -> float:
+            return h.score - owed.get((h.source or {}).get("lang") or "", 0.0)
+
+        best = max((judged(h) for h in source if (h.source or {}).get("lang") == lang), default=None)
         better = [h for h in source if (other := (h.source or {}).get("lang")) and other != lang
-                  and (best is None or h.score >= best)]
+                  and (best is None or judged(h) >= best)]
         if not better:
             continue
         ids = {h.id for h in better}
@@ -126,6 +146,17 @@ def admit_better_answers(rankings: Mapping[str, list[Hit]], lang: str | None,
         out[key] = ranked + [Hit(id=h.id, score=h.score, rank=h.rank + len(ranked), query=key, source=h.source)
                              for h in hits if h.id not in ids]
     return out
+
+
+def admission_offsets(bodies: Mapping[str, Mapping[str, Any]], centroids: LanguageCentroids | None,
+                      share: float) -> dict[str, dict[str, float]] | None:
+    """What the fact-checks of each kNN sub-query owe their languages, by sub-query name, for
+    ``admit_better_answers`` (pure; ``centering.language_offsets`` of the vector each searched
+    with); ``None`` without centroids or a share."""
+    if centroids is None or not share:
+        return None
+    return {name: language_offsets(vector, centroids, share)
+            for name, body in bodies.items() if (vector := knn_vector(body)) is not None}
 
 
 def dense_variants(config: RetrievalConfig, texts: Mapping[str, str | None]) -> list[str]:

@@ -8,7 +8,7 @@ applied after truncation.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import islice
@@ -227,6 +227,14 @@ def knn_query(vector: Sequence[float], *, filters: dict[str, Any] | None, size: 
     if filters:
         knn["filter"] = filters
     return {"size": size, **_candidate_body(), "query": {"knn": {field: knn}}}
+
+
+def knn_vector(body: Mapping[str, Any]) -> list[float] | None:
+    """The query vector of a ``knn_query`` body (pure; ``None`` for any other body)."""
+    knn = (body.get("query") or {}).get("knn")
+    if not isinstance(knn, Mapping) or not knn:
+        return None
+    return next(iter(knn.values())).get("vector")
 
 
 def _candidate_body() -> dict[str, Any]:

@@ -95,6 +95,11 @@ class RetrievalConfig(BaseModel):
     #: own language then ranks as it would in mono mode, and one in another language must beat
     #: it on the crosslingual sub-queries alone. 0 = off.
     own_language: float = Field(default=0.0, ge=0, le=10)
+    #: The own-language pass's admission of a better answer in another language compares each
+    #: fact-check's crosslingual score less this share of its own language's offset
+    #: (``plugin.search.centering.language_offsets``: the fact-check's side of language
+    #: centring); 0 = compared as scored.
+    admission_centering: float = Field(default=0.0, ge=0, le=2)
     #: A query adapter (``plugin/artefacts/encoders/<name>``) whose tuned tower embeds the post for
     #: the dense retrievers; fact-check vectors stay the base encoder's, so any index serves it.
     query_encoder: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

@@ -124,3 +124,50 @@ def test_the_image_text_s_own_language_pass_reads_the_image_text_s_rankings():
                 "dense:post": _hits("dense:post", ("en1", 0.99, "en"))}
     out = admit_better_answers(rankings, "en", {})
     assert [h.id for h in out["ocr:own:dense:post"]] == ["ko1", "en1"]
+
+
+def test_a_better_answer_is_judged_without_its_language_s_offset():
+    from plugin.search.plan import admit_better_answers
+
+    rankings = {
+        "dense:post": _hits("dense:post", ("ta1", 0.925, "ta"), ("en1", 0.922, "en"), ("ko1", 0.921, "ko")),
+        "own:dense:post": _hits("own:dense:post", ("en1", 0.928, "en"))}
+    # as scored, the Tamil teaser is the better answer; its language owes 0.006, English 0.001, Korean 0.0
+    assert [h.id for h in admit_better_answers(rankings, "en", {})["own:dense:post"]] == ["ta1", "en1"]
+    owed = {"dense:post": {"ta": 0.006, "en": 0.001, "ko": 0.0}}
+    # judged: ta1 0.919 < en1 0.921 <= ko1 0.921: the Korean one is the better answer, in dense order
+    assert [h.id for h in admit_better_answers(rankings, "en", {}, owed)["own:dense:post"]] == ["ko1", "en1"]
+    # offsets of another sub-query change nothing here
+    assert admit_better_answers(rankings, "en", {}, {"ocr:dense:post": owed["dense:post"]}) == \
+        admit_better_answers(rankings, "en", {})
+
+
+def test_admission_offsets_are_each_kNN_vector_s_own():
+    import numpy as np
+
+    from plugin.search.centering import LanguageCentroids, language_offsets
+    from plugin.search.plan import admission_offsets
+    from plugin.search.queries import bm25_query, knn_query
+
+    c = LanguageCentroids(centroids={"en": np.array([1.0, 0.0]), "ta": np.array([0.0, 1.0])}, mean=np.array([0.5, 0.5]))
+    # 0.5 * q.(c_M - mean) / 2: q = [0.6, 0.8] -> en 0.5 * -0.1 / 2, ta 0.5 * 0.1 / 2
+    assert language_offsets([0.6, 0.8], c, 0.5) == pytest.approx({"en": -0.025, "ta": 0.025})
+    assert language_offsets([0.6, 0.8], c, 0.0) == {} and language_offsets([0.6, 0.8], LanguageCentroids(), 0.5) == {}
+    bodies = {"dense:post": knn_query([0.6, 0.8], filters=None, size=5),
+              "ocr:dense:post": knn_query([1.0, 0.0], filters=None, size=5),
+              "bm25:post": bm25_query("words", lang="en", filters=None, size=5)}
+    got = admission_offsets(bodies, c, 0.5)
+    assert set(got) == {"dense:post", "ocr:dense:post"}
+    assert got["ocr:dense:post"] == pytest.approx({"en": 0.125, "ta": -0.125})
+    assert admission_offsets(bodies, None, 0.5) is None and admission_offsets(bodies, c, 0.0) is None
+
+
+def test_admission_centring_is_planned_with_the_own_language_pass_only():
+    cfg = config(own_language=2.0, admission_centering=0.5)
+    assert MatchPlan.decide(MatchRequest(text="x", mode=Mode.AUTO), "en", cfg).admission_centering == 0.5
+    assert MatchPlan.decide(MatchRequest(text="x", mode=Mode.AUTO), "en", cfg).needs_centroids
+    for mode, lang in ((Mode.CROSS, "en"), (Mode.MONO, "en"), (Mode.AUTO, None)):
+        assert MatchPlan.decide(MatchRequest(text="x", mode=mode), lang, cfg).admission_centering == 0.0
+    no_centring = config(own_language=2.0, admission_centering=0.5, language_centering=0.0)
+    assert MatchPlan.decide(MatchRequest(text="x", mode=Mode.AUTO), "en", no_centring).needs_centroids
+    assert not MatchPlan.decide(MatchRequest(text="x", mode=Mode.MONO), "en", no_centring).needs_centroids
