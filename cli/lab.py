@@ -33,6 +33,10 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--records", type=Path, default=DEFAULT_RECORDS, metavar="FILE",
                     help="the records file --record writes (default: records/retrieval.json in the current directory)")
     sp.add_argument("--table", action="store_true", help="print a table instead of JSON")
+    sp.add_argument("--live", action="store_true",
+                    help="score each configuration as the live path serves it: every match within "
+                         "FACTSIEVE_RERANK_BUDGET_MS (a head the first stage is sure of is not reranked, a head "
+                         "is cut to what the budget fits); modes are recorded as MODE-live")
 
     sp = add("image-posts", cmd_image_posts,
              "a dataset's posts rendered as images (tweet cards, memes), read by the image stage and "

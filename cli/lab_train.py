@@ -11,7 +11,8 @@ from plugin.artefacts import ENCODERS, RERANKERS, written_dir
 from cli.common import DEFAULT_DATASET
 from cli.train import (cmd_reranker_cross_rule, cmd_reranker_distil, cmd_reranker_fit, cmd_reranker_gate, cmd_reranker_import,
                        cmd_reranker_lora, cmd_reranker_lora_import, cmd_reranker_lora_pack, cmd_reranker_mine,
-                       cmd_reranker_pack, cmd_reranker_prior, cmd_reranker_weak_pairs, cmd_train_query_encoder)
+                       cmd_reranker_pack, cmd_reranker_prior, cmd_reranker_skip, cmd_reranker_weak_pairs,
+                       cmd_train_query_encoder)
 
 
 def _groups_from(sp: argparse.ArgumentParser) -> None:
@@ -91,7 +92,9 @@ def register_training(sub: Any, add: Any) -> None:
              "kind, on posts it did not train on; --write puts the table in its manifest (the served gate reads it)"),
             ("cross-rule", cmd_reranker_cross_rule, "measure from which reranker probability a head's candidates in "
              "the post's language may move above a first candidate in another language, on the same posts; --write "
-             "puts it in the manifest's gate")):
+             "puts it in the manifest's gate"),
+            ("skip", cmd_reranker_skip, "measure from which first-stage confidence a live match may keep its fused "
+             "order (reranking changes next to nothing there), on the same posts; the configuration's rerank.skip_at")):
         sp = add(verb, run, what, steps)
         sp.add_argument("--name", required=True, help="the reranker adapter")
         sp.add_argument("--adapters", type=Path, default=written_dir(RERANKERS), metavar="DIR",
@@ -103,7 +106,8 @@ def register_training(sub: Any, add: Any) -> None:
         sp.add_argument("--extra-corpus", type=Path, action="append", default=[], metavar="DIR",
                         help="distractors in other languages for the --mixed datasets")
         sp.add_argument("--per-lang", type=int, default=60, metavar="N", help="posts per language and dataset")
-        sp.add_argument("--write", action="store_true", help="write what was measured into the adapter's manifest")
+        if verb != "skip":
+            sp.add_argument("--write", action="store_true", help="write what was measured into the adapter's manifest")
     sp = add("mine", cmd_reranker_mine,
              "mine training groups with hard negatives from the first stage into a file (no torch)", steps)
     sp.add_argument("--dataset", type=Path, required=True, metavar="DIR",

@@ -49,7 +49,8 @@ def cmd_evaluate(args: argparse.Namespace, services: Services) -> int:
     result = by_fusion(args, services, configs, lambda s: evaluate(
         services.store, services.embedder, s, dataset, configs, mode=args.mode, use_dates=args.dates,
         rerankers=rerankers, rebuild=args.rebuild, generate=generate,
-        splits=args.split.split(",") if args.split else None))
+        splits=args.split.split(",") if args.split else None,
+        live_budget_ms=s.rerank_budget_ms if args.live else None))
     if args.record:
         from datetime import date
 

@@ -92,8 +92,16 @@ def cmd_reranker_cross_rule(args: argparse.Namespace, services: Services) -> int
     return 0
 
 
+def cmd_reranker_skip(args: argparse.Namespace, services: Services) -> int:
+    from plugin.lab.reranker.skip import measure_skip
+
+    dump(measure_skip(services.settings, args.name, _existing("--adapters", args.adapters), _gate_datasets(args),
+                      per_lang=parse_int("--per-lang", str(args.per_lang), lo=1, hi=10**6)))
+    return 0
+
+
 def _gate_datasets(args: argparse.Namespace) -> list[Any]:
-    """The datasets of ``gate`` and ``cross-rule``: each ``--dataset`` alone, each ``--mixed``
+    """The datasets of ``gate``, ``cross-rule`` and ``skip``: each ``--dataset`` alone, each ``--mixed``
     with every ``--extra-corpus`` beside it."""
     from plugin.learn.train.datasets import load_dataset, with_extra_corpus
 

@@ -13,6 +13,7 @@ and on any further dataset (``--check``), per language.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from collections.abc import Iterable, Sequence
@@ -48,6 +49,7 @@ def labelled_matches(store: Any, embedder: Any, settings: Any, dataset: Dataset,
     rows: list[np.ndarray] = []
     labels: list[float] = []
     langs: list[str] = []
+    posts: list[str] = []
     n = 0
     for q in dataset.queries:
         qid = str(q["id"])
@@ -62,8 +64,9 @@ def labelled_matches(store: Any, embedder: Any, settings: Any, dataset: Dataset,
             rows.append(result.features)
             labels.extend(float(m["id"] in answers) for m in result.matches)
             langs.extend([result.lang or "?"] * len(result.matches))
+            posts.extend([qid] * len(result.matches))
     x = np.vstack(rows) if rows else np.zeros((0, 0))
-    return {"x": x, "y": np.asarray(labels), "lang": langs, "queries": n}
+    return {"x": x, "y": np.asarray(labels), "lang": langs, "queries": n, "post": posts}
 
 
 def _scores(p: np.ndarray, y: np.ndarray, *, spread: bool = False) -> dict[str, Any]:
@@ -109,10 +112,44 @@ def calibration_report(cal: Calibrator, data: dict[str, Any]) -> dict[str, Any]:
     model look calibrated)."""
     if not len(data["y"]):
         return {"queries": data["queries"], "matches": 0}
+    return probability_report(predicted(cal, data), data)
+
+
+def predicted(cal: Calibrator, data: dict[str, Any]) -> np.ndarray:
+    """``cal``'s probability for each labelled match, by its post's language."""
     langs = np.asarray(data["lang"])
     probs = np.empty(len(data["y"]))
     for lang in set(data["lang"]):
         probs[langs == lang] = cal.predict(data["x"][langs == lang], lang)
+    return probs
+
+
+def out_of_fold_maps(base: Calibrator, data: dict[str, Any], folds: int = 5) -> dict[str, Any]:
+    """``calibration_report`` of the language maps ``with_language_maps`` fits on these labelled
+    matches, each post's matches predicted by the maps fitted without its fold (``folds`` by the
+    sha1 of the post id; pure): the calibration a language's map will have on posts it was not
+    fitted on, on every training post rather than the few a dev split holds."""
+    from plugin.search.calibration import with_language_maps
+
+    if not len(data["y"]):
+        return {"queries": data["queries"], "matches": 0}
+    fold = np.asarray([int(hashlib.sha1(p.encode("utf-8")).hexdigest(), 16) % folds for p in data["post"]])
+    langs = np.asarray(data["lang"])
+    probs = np.empty(len(data["y"]))
+    mapped: dict[str, int] = {}
+    for k in range(folds):
+        rest, held = fold != k, fold == k
+        cal, got = with_language_maps(base, data["x"][rest], data["y"][rest], list(langs[rest]), {})
+        for lang in got:
+            mapped[lang] = mapped.get(lang, 0) + 1
+        probs[held] = predicted(cal, {"x": data["x"][held], "y": data["y"][held], "lang": list(langs[held])})
+    return {**probability_report(probs, data), "folds": folds, "mapped_in_folds": mapped,
+            "protocol": f"{folds} folds by sha1 of the post id; each fold's matches by the maps fitted on the others"}
+
+
+def probability_report(probs: np.ndarray, data: dict[str, Any]) -> dict[str, Any]:
+    """``calibration_report`` from the probabilities some model gave ``data``'s matches."""
+    langs = np.asarray(data["lang"])
     y = data["y"]
     top = data["x"][:, 0] == 1.0  # FEATURES[0] is 1 / rank
     out: dict[str, Any] = {"queries": data["queries"], **_scores(probs, y),
@@ -216,13 +253,15 @@ def add_languages(store: Any, embedder: Any, settings: Any, base: Calibrator, da
         if not len(train["y"]):
             raise ValueError(f"{dataset.path} has no queries with split 'train' to fit on")
         name = Path(str(dataset.path)).name
+        before = cal
         cal, mapped = with_language_maps(cal, train["x"], train["y"], train["lang"], {
             "dataset": name, "split": "train", "mode": mode.value, "queries": train["queries"],
             "protocol": "each post with and without its fact-checks in the index; top 10 matches"})
         held[name] = labelled_matches(store, embedder, settings, dataset, config, mode=mode,
                                       exclude_splits=["train"], reranker=reranker)
         report["datasets"][name] = {"mapped": mapped, "left_out_trained": len(seen & set(dataset.qrels["all"])),
-                                    "train": calibration_report(cal, train)}
+                                    "train": calibration_report(cal, train),
+                                    "out_of_fold": out_of_fold_maps(before, train)}
     for name, data in held.items():
         report["datasets"][name]["held_out"] = {"before": calibration_report(base, data),
                                                 "after": calibration_report(cal, data)}

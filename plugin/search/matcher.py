@@ -125,8 +125,10 @@ class Matcher:
             # (a cost forgotten after a stall is probed again by a real match: ``RerankGate``)
             self.gate, self._warmed = self.gate.measured(measure_pair_ms(self.reranker, cfg.rerank.top,
                                                                          self.clock)), True
-        decision = self.gate.decide(cfg, reranker, asked=req.rerank, lang=decided.lang,
-                                    fused=fused, budget_ms=req.rerank_budget_ms)
+        decision = self.gate.decide(cfg, reranker, asked=req.rerank, lang=decided.lang, fused=fused,
+                                    budget_ms=req.rerank_budget_ms,
+                                    sure=self._first_confidence(cfg, fused, decided.lang, bool(texts.get("")),
+                                                                req.rerank_budget_ms, server))
         self.gate = decision.gate
         with watch("fetch_ms"):
             head = max(req.k, cfg.rerank.top if decision.pairs and cfg.rerank else 0)
@@ -267,6 +269,19 @@ class Matcher:
         confidence = calibrator.predict(features, lang) if calibrator and len(top) else None
         return [{**match_dict(f, rerank_scores.get(f.id), None if confidence is None else float(confidence[i])),
                  "signals": signals(f)} for i, f in enumerate(top)], features
+
+    def _first_confidence(self, cfg: RetrievalConfig, fused: list[Fused], lang: str | None, caption: bool,
+                          budget_ms: float | None, server: ServerPlan | None) -> float | None:
+        """The first stage's confidence in its first candidate, before any reranking, where the
+        rerank stage would skip a sure head (``Rerank.skip_at``, within a budget); else ``None``."""
+        if (cfg.rerank is None or cfg.rerank.skip_at is None or budget_ms is None or server is not None
+                or not fused):
+            return None
+        calibrator = self.calibrator_for(cfg)
+        if calibrator is None:
+            return None
+        x = candidate_features(feature_view(fused, caption=caption), feature_view(fused[:1], caption=caption), lang)
+        return float(calibrator.predict(x, lang)[0])
 
     def query_encoder_for(self, cfg: RetrievalConfig) -> Embedder | None:
         """The tuned query tower a configuration names, loaded once; ``None`` when it names none

@@ -22,23 +22,27 @@ from plugin.lab.evaluate.metrics import evaluate_run, percentile
 
 def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict[str, Any]],
                qrels: dict[str, set[str]], *, mode: Mode, depth: int = 100,
-               use_dates: bool = False) -> dict[str, Any]:
+               use_dates: bool = False, budget_ms: float | None = None) -> dict[str, Any]:
     """Match every query that has qrels (a query's ``image``, an ``ImageAnalysis``, matched with
-    its text as a post's image is); metrics overall and per query language."""
+    its text as a post's image is); metrics overall and per query language. ``budget_ms``: each
+    match gets this live rerank budget (``RerankGate``: sure heads skipped, heads cut to what
+    the budget fits), as ``POST /v1/match`` serves it; the share reranked is reported."""
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
     parts: dict[str, list[float]] = defaultdict(list)
     langs: dict[str, str] = {}
     paths: dict[str, int] = defaultdict(int)
+    reranked = 0
     for q in queries:
         qid = str(q["id"])
         if qid not in qrels:
             continue
         when = date.fromisoformat(q["date"]) if use_dates and q.get("date") else None
         req = MatchRequest(text=q["text"], lang=q.get("lang"), date=when, mode=mode, k=depth,
-                           image=q.get("image"))
+                           image=q.get("image"), rerank_budget_ms=budget_ms)
         t0 = time.perf_counter()
         result = matcher.match(req, config)
+        reranked += result.reranked
         latencies.append((time.perf_counter() - t0) * 1e3)
         for key, ms in result.timings_ms.items():
             parts[key].append(ms)
@@ -51,7 +55,7 @@ def run_config(matcher: Matcher, config: RetrievalConfig, queries: Iterable[dict
         sub = {q: rel for q, rel in qrels.items() if langs.get(q) == lang}
         per_lang[lang] = {"n": len(sub), **{k: round(v, 4) for k, v in
                                             evaluate_run(run, sub, ["S@10", "MAP@5", "MRR@10"]).items()}}
-    return {**metrics, "n_queries": len(run),
+    return {**metrics, "n_queries": len(run), "reranked": round(reranked / max(len(run), 1), 4),
             # how many queries each fusion path answered (a configuration whose weights do not
             # fit a hybrid query fuses client-side even when the server path was asked for)
             "fusion": dict(sorted(paths.items())),
@@ -123,12 +127,13 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
              configs: dict[str, RetrievalConfig], *, mode: str | None = None,
              use_dates: bool = False, rerankers: dict[str, Any] | None = None,
              rebuild: bool = False, generate: Any = None,
-             splits: Iterable[str] | None = None) -> dict[str, Any]:
+             splits: Iterable[str] | None = None, live_budget_ms: float | None = None) -> dict[str, Any]:
     """The JSON the ``evaluate`` command prints: ``configs`` is ``{name: {mode: metrics}}`` for
     every configuration that ran, whatever the number of modes; ``skipped`` is ``{name: why}``
     for those that could not (a reranker that is not there). ``splits``: score only queries of
     these splits (``dev``, ``test``: the queries no trained model of ours saw, whether or not a
-    reranker is loaded in this run)."""
+    reranker is loaded in this run). ``live_budget_ms``: every match within this rerank budget,
+    as the live path serves it (each mode's key then ends ``-live``, a record of its own)."""
     alias, ingest_stats = ensure_dataset_index(store, embedder, dataset, settings, rebuild=rebuild)
     excluded = training_queries({n: c for n, c in configs.items()
                                  if n in (rerankers or {}) or c.query_encoder}, settings, dataset)
@@ -139,7 +144,7 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
     def keep(qrels: dict[str, set[str]]) -> dict[str, set[str]]:
         return {q: rel for q, rel in qrels.items() if q not in excluded}
 
-    modes = scored_modes(dataset, mode, keep)
+    modes = [(f"{name}-live" if live_budget_ms is not None else name, m, q) for name, m, q in scored_modes(dataset, mode, keep)]
     scored = keep(dataset.qrels["all"])
     out: dict[str, Any] = {"dataset": str(dataset.path), "n_queries": len(scored),
                            "excluded_training_queries": len(excluded & set(dataset.qrels["all"])),
@@ -165,9 +170,9 @@ def evaluate(store: Store, embedder: Embedder, settings: Settings, dataset: Data
             out["skipped"][name] = f"query variants {llm_variants} need an LLM (FACTSIEVE_LLM_URL)"
             continue
         out["configs"][name] = {mname: run_config(matcher, cfg, dataset.queries, qrels, mode=m,
-                                                  use_dates=use_dates)
+                                                  use_dates=use_dates, budget_ms=live_budget_ms)
                                 for mname, m, qrels in modes}
-        calibrator = None if use_dates else matcher.calibrator_for(cfg)
+        calibrator = None if use_dates or live_budget_ms is not None else matcher.calibrator_for(cfg)
         if calibrator is not None:  # the confidence model, measured as it was fitted
             from plugin.lab.calibrate import calibration_report, labelled_matches
 

@@ -33,3 +33,22 @@ def test_scored_modes_per_pair_kind_or_the_one_asked_for():
     assert scored_modes(crossling, "cross", dict) == [("cross", Mode.CROSS, qrels["all"])]
     mono_only = Dataset("clef", Path("clef"), PLAIN, qrels={"all": qrels["all"], "mono": {}, "cross": {}})
     assert scored_modes(mono_only, None, dict) == [("mono", Mode.MONO, qrels["all"])]
+
+
+def test_run_config_gives_each_match_the_live_budget_and_counts_what_was_reranked():
+    from plugin.lab.evaluate.run import run_config
+    from plugin.models import Mode
+    from plugin.search.result import MatchResult
+
+    class Recording:
+        budgets: list = []
+
+        def match(self, req, config):
+            self.budgets.append(req.rerank_budget_ms)
+            return MatchResult(lang="en", matches=[{"id": "a"}], took_ms=1.0, reranked=req.text == "q1")
+
+    queries = [{"id": "1", "text": "q1"}, {"id": "2", "text": "q2"}, {"id": "3", "text": "no qrels"}]
+    got = run_config(Recording(), None, queries, {"1": {"a"}, "2": {"b"}}, mode=Mode.AUTO, budget_ms=150.0)
+    assert Recording.budgets == [150.0, 150.0] and got["reranked"] == 0.5 and got["n_queries"] == 2
+    assert run_config(Recording(), None, queries[:1], {"1": {"a"}}, mode=Mode.AUTO)["reranked"] == 1.0
+    assert Recording.budgets[-1] is None
