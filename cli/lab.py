@@ -123,6 +123,8 @@ def register(sub: Any, add: Any) -> None:
     sp.add_argument("--docs", help="scaled synthetic corpus sizes, e.g. 100000,1000000")
     sp.add_argument("--concurrency", type=int, default=2)
     sp.add_argument("--queries", type=int, default=200, help="queries for the latency run")
+    sp.add_argument("--split", help="SPLIT[,SPLIT...]: time only these query splits (CLEF-2020: dev,test, the "
+                         "tweets no model of ours trained on, which the first stage is less often sure of)")
     sp.add_argument("--seconds", type=float, default=20.0, help="duration of the throughput run")
     sp.add_argument("--mode", default="auto")
     sp.add_argument("--hosted", action="store_true",

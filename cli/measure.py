@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from plugin.errors import BadInput
@@ -139,6 +140,11 @@ def cmd_bench(args: argparse.Namespace, services: Services) -> int:
     sizes = [parse_int("--docs", x, lo=1, hi=10**9) for x in split_names(args.docs)] if args.docs else []
     configs = select_configs(args.configs_file, args.config)
     dataset = load_dataset(dataset_path(args.dataset))
+    if args.split:
+        wanted = set(split_names(args.split))
+        dataset = replace(dataset, queries=[q for q in dataset.queries if q.get("split") in wanted])
+        if not dataset.queries:
+            raise BadInput(f"{dataset.path} has no queries in split(s) {', '.join(sorted(wanted))}")
     rerankers = load_rerankers(configs, services.settings)
     result = by_fusion(args, services, configs, lambda s: bench(
         services.store, services.embedder, s, dataset, configs, sizes=sizes,

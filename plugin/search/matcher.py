@@ -127,8 +127,7 @@ class Matcher:
                                                                          self.clock)), True
         decision = self.gate.decide(cfg, reranker, asked=req.rerank, lang=decided.lang, fused=fused,
                                     budget_ms=req.rerank_budget_ms,
-                                    sure=self._first_confidence(cfg, fused, decided.lang, bool(texts.get("")),
-                                                                req.rerank_budget_ms, server))
+                                    sure=self._first_confidence(cfg, fused, decided.lang, bool(texts.get("")), server))
         self.gate = decision.gate
         with watch("fetch_ms"):
             head = max(req.k, cfg.rerank.top if decision.pairs and cfg.rerank else 0)
@@ -271,11 +270,10 @@ class Matcher:
                  "signals": signals(f)} for i, f in enumerate(top)], features
 
     def _first_confidence(self, cfg: RetrievalConfig, fused: list[Fused], lang: str | None, caption: bool,
-                          budget_ms: float | None, server: ServerPlan | None) -> float | None:
+                          server: ServerPlan | None) -> float | None:
         """The first stage's confidence in its first candidate, before any reranking, where the
-        rerank stage would skip a sure head (``Rerank.skip_at``, within a budget); else ``None``."""
-        if (cfg.rerank is None or cfg.rerank.skip_at is None or budget_ms is None or server is not None
-                or not fused):
+        rerank stage would skip a sure head (``Rerank.skip_at``); else ``None``."""
+        if cfg.rerank is None or cfg.rerank.skip_at is None or server is not None or not fused:
             return None
         calibrator = self.calibrator_for(cfg)
         if calibrator is None:

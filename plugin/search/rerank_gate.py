@@ -142,11 +142,11 @@ def measure_pair_ms(reranker: Reranker, top: int, clock: Callable[[], float]) ->
     return (clock() - t0) * 1e3 / n
 
 
-def sure_enough(skip_at: float | None, sure: float | None, budget_ms: float | None) -> str | None:
-    """Why a live match keeps its fused order because the first stage is sure of its first
-    candidate (pure): its confidence is at least ``skip_at`` and the match has a budget to
-    spend. ``None``: no reason here (a job, no threshold, or not sure enough)."""
-    if budget_ms is None or skip_at is None or sure is None or sure < skip_at:
+def sure_enough(skip_at: float | None, sure: float | None) -> str | None:
+    """Why a match keeps its fused order because the first stage is sure of its first candidate
+    (pure): its confidence is at least ``skip_at``. ``None``: no reason here (no threshold, no
+    confidence, or not sure enough)."""
+    if skip_at is None or sure is None or sure < skip_at:
         return None
     return (f"the first stage is sure of its first match (confidence {sure:.3f}, at least {skip_at:g}), "
             f"where reranking was measured to change next to nothing: {FUSED_ORDER}")
@@ -189,7 +189,7 @@ class RerankGate:
                lang: str | None, fused: list[Fused], budget_ms: float | None,
                sure: float | None = None) -> RerankDecision:
         """``sure``: the first stage's confidence in its first candidate, for the configuration's
-        ``skip_at`` (within a budget only)."""
+        ``skip_at``."""
         stage = config.rerank
         if asked is False:
             return RerankDecision(0, None, self)
@@ -204,7 +204,7 @@ class RerankGate:
         outside = refusal(reranker, lang, fused[:stage.top])
         if outside is not None:
             return RerankDecision(0, outside, self)
-        skipped = sure_enough(stage.skip_at, sure, budget_ms)
+        skipped = sure_enough(stage.skip_at, sure)
         if skipped is not None:
             return RerankDecision(0, skipped, self)
         pairs = pairs_within(budget_ms, self.pair_ms, stage.top)

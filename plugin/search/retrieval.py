@@ -60,10 +60,10 @@ class Rerank(BaseModel):
     #: when > 0: final score = the reranker's log-odds − rank_prior · ln(fused rank), the first
     #: stage's rank as a prior on what the cross-encoder read (``matcher.rank_prior_scores``)
     rank_prior: float = Field(default=0.0, ge=0, le=20)
-    #: within a live budget, a head whose first candidate the first stage's confidence model
-    #: gives at least this keeps the fused order (``rerank_gate.RerankGate``): reranking was
-    #: measured to change next to nothing there (``factsieve train-reranker skip``), and the
-    #: budget is better kept. Jobs (no budget) rerank every head. ``None``: no skipping.
+    #: a head whose first candidate the first stage's confidence model gives at least this keeps
+    #: the fused order (``rerank_gate.RerankGate``), on every path alike: reranking was measured to
+    #: change next to nothing there (``factsieve train-reranker skip``), and its cost is better
+    #: kept. ``None``: every head the gate allows is reranked.
     skip_at: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")

@@ -39,6 +39,13 @@ def test_the_desk_confirms_a_claim_and_everyone_who_asked_is_answered(context, s
         wait_for(lambda c=chat: channel_fakes.to(c) or None, timeout=120, what="the first reply")
         assert "look into it" in channel_fakes.to(chat)[0]["text"]
 
+    # the claims list is a search: a new claim joins it at the claims index's next refresh, so
+    # wait for it there (one claim, both askers' posts) before the page is asked to show it
+    def listed() -> bool:
+        body = requests.get(f"{served}/v1/claims", headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
+        return [c["post_count"] for c in body["claims"]] == [2] or None
+
+    wait_for(listed, timeout=30, interval=0.2, what="one claim of two posts in GET /v1/claims")
     page = context.new_page()
     sign_in(page, key)
     page.get_by_role("link", name="Claims").click()

@@ -99,9 +99,11 @@ def test_every_path_gives_the_same_reranked_answer_with_the_tenants_learning(pat
         api_says = client.post("/v1/match", json={"text": q["text"], "lang": "en", "k": 5, "config": cfg.retrieval},
                                headers=headers).get_json()
         assert answers(looked.to_dict()) == answers(api_says)
-    # the post job reranks by default now: what webhooks and the desk get is the best ranking
-    item = paths.review.item(TENANT, paths.review.queue(TENANT).items[0].post_id)
-    assert item.versions["reranker"] and item.versions["retrieval_config"] == "hybrid-rerank"
+    # the post job reranks by default now: what webhooks and the desk get is the best ranking,
+    # every head but those the first stage is sure of (``rerank.skip_at``), which keep its order
+    items = [paths.review.item(TENANT, i.post_id) for i in paths.review.queue(TENANT, limit=50).items]
+    assert items and all(i.versions["retrieval_config"] == "hybrid-rerank" for i in items)
+    assert any(i.versions["reranker"] for i in items), [i.versions for i in items]
     # the desk says a candidate: a re-post of the same text gets it first on every path
     text, posted = POSTS[0]["text"], paths.review.queue(TENANT, limit=50).items
     mine = next(i for i in posted if i.text == text)

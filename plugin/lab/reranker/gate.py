@@ -125,7 +125,8 @@ def gate_matches(settings: Any, name: str, adapters: Path, datasets: Sequence[An
                  per_lang: int) -> Iterator[tuple[Any, dict[str, Any], Any, Any]]:
     """``(dataset, query, first-stage match, reranked match)`` for every gate query of each of
     ``datasets`` (``gate_queries``), matched in auto mode by reranker adapter ``name`` built from
-    ``adapters`` with its gate open (every head reranked, each match with its reranker score)."""
+    ``adapters`` with its gate open (every head reranked, a sure one's too, each match with its
+    reranker score)."""
     import tempfile
 
     from plugin.build.adapted import build_lora_reranker
@@ -141,6 +142,8 @@ def gate_matches(settings: Any, name: str, adapters: Path, datasets: Sequence[An
 
     adapter = load_adapter(name, adapters)
     cfg = retrieval_config(config)
+    if cfg.rerank is not None:  # what reranking does to every head, a sure one's too (``skip`` measures that)
+        cfg = cfg.model_copy(update={"rerank": cfg.rerank.model_copy(update={"skip_at": None})})
     store, embedder = Store(settings), load_embedder(settings)
     with tempfile.TemporaryDirectory(prefix="factsieve-gate-") as tmp:
         built = build_lora_reranker(settings, name, folder=adapters, dest=Path(tmp) / name)

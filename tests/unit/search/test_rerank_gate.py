@@ -58,17 +58,18 @@ def test_a_budget_probes_then_fits_what_the_measured_cost_allows():
     assert gate.measured(60.0).pair_ms == pytest.approx(0.7 * 40 + 0.3 * 60)
 
 
-def test_a_live_head_the_first_stage_is_sure_of_keeps_the_fused_order_and_a_job_reranks_it():
+def test_a_head_the_first_stage_is_sure_of_keeps_the_fused_order_on_every_path():
     skipping = CFG.model_copy(update={"rerank": Rerank(model="m", top=20, skip_at=0.9)})
     pairs, note, gate, _ = decide(cfg=skipping, budget_ms=150, sure=0.93, gate=RerankGate(pair_ms=10.0))
     assert pairs == 0 and "sure of its first match (confidence 0.930, at least 0.9)" in note and FUSED_ORDER in note
     assert gate == RerankGate(pair_ms=10.0)  # no cost measured, nothing starved
-    assert decide(cfg=skipping, budget_ms=150, sure=0.89, gate=RerankGate(pair_ms=10.0))[:2] == (15, "reranked the top 15 of 20 within the 150 ms budget")
-    assert decide(cfg=skipping, budget_ms=None, sure=0.99)[:2] == (20, None)  # a job has time
-    assert decide(cfg=skipping, budget_ms=150, sure=None, gate=RerankGate(pair_ms=1.0))[0] == 20  # no confidence
-    assert decide(budget_ms=150, sure=0.99, gate=RerankGate(pair_ms=1.0))[0] == 20  # no skip_at
+    assert decide(cfg=skipping, sure=0.99)[0] == 0  # a job too: the same answer on every path
+    assert decide(cfg=skipping, budget_ms=150, sure=0.89, gate=RerankGate(pair_ms=10.0))[:2] == \
+        (15, "reranked the top 15 of 20 within the 150 ms budget")
+    assert decide(cfg=skipping, sure=None)[:2] == (20, None)  # no confidence: reranked
+    assert decide(sure=0.99)[:2] == (20, None)  # no skip_at
     # the language gate speaks first: a head it refuses says why, not that it was sure
-    assert "this post is es" in decide(cfg=skipping, reranker=English(), lang="es", budget_ms=150, sure=0.99)[1]
+    assert "this post is es" in decide(cfg=skipping, reranker=English(), lang="es", sure=0.99)[1]
 
 
 def test_a_starved_budget_keeps_the_fused_order_and_reprobes_after_a_while():
