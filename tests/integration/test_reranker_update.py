@@ -16,6 +16,7 @@ from plugin.errors import BadInput, NotFound
 from plugin.learn.train.datasets import load_dataset
 from plugin.learn.reranker_store import tenant_dir
 from plugin.learn.reranker_synthetic import record_posts, synthetic_posts
+from plugin.search.retrieval import retrieval_config
 from plugin.learn.reranker_train import LearnOptions, learn_reranker
 from tests.conftest import SAMPLES
 from tests.integration.conftest import cleanup_deployment, namespaced
@@ -96,8 +97,11 @@ def test_a_promoted_challenger_serves_its_tenant_alone_until_rolled_back(deploym
     assert str(mine.reranker.folder) == str(folder)
     assert services.matcher(CONFIG, rerank=True, tenant=tenants["b"]).reranker is packaged
     assert services.matcher(CONFIG, rerank=False, tenant=tenants["a"]).reranker is None
+    # the first stage is sure of this post (``rerank.skip_at`` would keep its order): every head reranked here
+    served = retrieval_config(CONFIG)
+    every_head = served.model_copy(update={"rerank": served.rerank.model_copy(update={"skip_at": None})})
     result = mine.match(MatchRequest(text="America has more governors who wore blackface than black "
-                                          "governors", lang="en", mode=Mode.CROSS, k=5, rerank=True))
+                                          "governors", lang="en", mode=Mode.CROSS, k=5, rerank=True), every_head)
     assert result.matches and "rerank" in result.matches[0]["explain"]
 
     # a failed attempt (too few decided posts) is logged and changes nothing
